@@ -1,0 +1,62 @@
+# claimwatch — every target sets up what it needs (venv in .venv, broker via compose/kafka.sh).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+POLICY ?= examples/policy.yaml
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install run demo-offline test test-unit lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install claimwatch with its dev tools (.venv/bin/claimwatch)
+
+run: $(STAMP) kafka-up ## start the worker on the local broker with the live demo (Ctrl-C stops it all)
+	$(BIN)/python -m streams.demo --policy $(POLICY)
+
+demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
+	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
+
+test: $(STAMP) kafka-up ## run the whole test suite (unit + real-broker integration)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP) ## run only the tests that need no broker
+	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check streams schemas tests bench
+	$(BIN)/ruff format --check streams schemas tests bench
+
+typecheck: $(STAMP) ## mypy --strict on streams/ and schemas/
+	$(BIN)/mypy
+
+check: lint typecheck test ## what CI runs: lint, types, tests
+
+bench: $(STAMP) kafka-up ## the speed figures of every issue, as ratios against in-run baselines
+	$(BIN)/python -m bench
+
+schemas: $(STAMP) ## regenerate schemas/json from the pydantic models
+	$(BIN)/python -m schemas.generate
+
+kafka-up: ## provision and start the local Apache Kafka 3.9 broker (idempotent; no-op with CLAIMWATCH_BOOTSTRAP)
+	compose/kafka.sh up
+
+kafka-down: ## stop the local broker
+	compose/kafka.sh down
+
+kafka-status: ## is the local broker running?
+	compose/kafka.sh status
+
+clean: ## remove the venv, caches and the broker's data (not its jar cache)
+	-compose/kafka.sh down
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .cache/kafka-data

@@ -1,0 +1,1 @@
+"""Pydantic event models of claimwatch (claims, policy, decisions) and their JSON Schemas."""

@@ -1,0 +1,188 @@
+"""The policy file (SPEC section 3): sources, per-field rules, defaults, alerts and signing."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.durations import Duration, Freshness
+
+
+class Authority(StrEnum):
+    """Authority classes, weakest first."""
+
+    ASSERTED = "asserted"
+    DERIVED = "derived"
+    CACHED = "cached"
+    SYSTEM_OF_RECORD = "system_of_record"
+
+
+#: Rank of each class: a higher rank outranks a lower one.
+RANK: Final = {
+    Authority.ASSERTED: 0,
+    Authority.DERIVED: 1,
+    Authority.CACHED: 2,
+    Authority.SYSTEM_OF_RECORD: 3,
+}
+
+
+class OnConflict(StrEnum):
+    """What to do when the strongest class disagrees."""
+
+    BLOCK = "block"
+    PREFER_RECENT = "prefer_recent"
+    PREFER_PRIMARY = "prefer_primary"
+    PRESENT_WITH_TIMESTAMP = "present_with_timestamp"
+
+
+class FieldType(StrEnum):
+    """Value types a field can have."""
+
+    ENUM = "enum"
+    STRING = "string"
+    BOOL = "bool"
+    INTEGER = "integer"
+    NUMBER = "number"
+    MONEY = "money"
+    QUANTITY = "quantity"
+    TIMESTAMP = "timestamp"
+    TEXT = "text"
+    JSON = "json"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    """Numeric tolerance: values agree when max - min is within abs or rel x the largest |value|."""
+
+    abs: float | None = Field(default=None, ge=0)
+    rel: float | None = Field(default=None, ge=0)
+
+
+class Defaults(_Strict):
+    """Values every field inherits unless it sets its own."""
+
+    freshness: Freshness = 5 * 60 * 1_000_000
+    on_conflict: OnConflict = OnConflict.BLOCK
+    clock_skew: Duration = 5 * 1_000_000
+    settle: Duration = 2 * 1_000_000
+    max_delay: Duration = 10 * 1_000_000
+    grace: Duration = 30 * 1_000_000
+    max_lineages: int = Field(default=32, ge=1)
+
+
+class SourceEntry(_Strict):
+    """A registered source: its authority class and upstream lineage."""
+
+    authority: Authority = Authority.DERIVED
+    lineage: str | None = None
+
+
+class FieldPolicy(_Strict):
+    """The rules of one field: type, normalization, freshness, conflict handling, ownership."""
+
+    type: FieldType = FieldType.JSON
+    values: list[str] | None = None
+    currency: str | None = None
+    unit: str | None = None
+    tolerance: Tolerance | None = None
+    case: Literal["preserve", "fold"] = "preserve"
+    whitespace: Literal["preserve", "trim", "collapse"] = "trim"
+    nullable: bool = False
+    freshness: Freshness | None = None
+    on_conflict: OnConflict | None = None
+    consequential: bool = False
+    owner: str | None = None
+    authority: dict[str, Authority] = Field(default_factory=dict)
+    contract_version: str | None = None
+    settle: Duration | None = None
+    max_delay: Duration | None = None
+
+    @model_validator(mode="after")
+    def _type_needs(self) -> FieldPolicy:
+        if self.type is FieldType.ENUM and not self.values:
+            raise ValueError("an enum field needs `values` (the allowed values)")
+        if self.type is not FieldType.ENUM and self.values is not None:
+            raise ValueError("`values` is only for enum fields")
+        if self.type is FieldType.MONEY:
+            if not self.currency:
+                raise ValueError("a money field needs `currency` (ISO 4217 code, e.g. USD)")
+            _check_currency(self.currency)
+        elif self.currency is not None:
+            raise ValueError("`currency` is only for money fields")
+        if self.type is FieldType.QUANTITY:
+            if not self.unit:
+                raise ValueError("a quantity field needs `unit` (e.g. kg, m, s)")
+            _check_unit(self.unit)
+        elif self.unit is not None:
+            raise ValueError("`unit` is only for quantity fields")
+        if self.tolerance is not None and self.type not in (FieldType.NUMBER, FieldType.QUANTITY):
+            raise ValueError("`tolerance` is only for number and quantity fields")
+        return self
+
+
+class ConflictSpikeAlert(_Strict):
+    """Thresholds of the conflict-spike detector."""
+
+    window: Duration = 60 * 1_000_000
+    min_count: int = Field(default=5, ge=1)
+    alpha: float = Field(default=0.001, gt=0, lt=1)
+    resolve_after: int = Field(default=3, ge=1)
+
+
+class ReplicaLagAlert(_Strict):
+    """Thresholds of the replica-lag detector."""
+
+    evaluation: Duration = 5 * 60 * 1_000_000
+    min_samples: int = Field(default=5, ge=1)
+
+
+class Alerts(_Strict):
+    """Alert detector settings; every key has a default."""
+
+    conflict_spike: ConflictSpikeAlert = Field(default_factory=ConflictSpikeAlert)
+    replica_lag: ReplicaLagAlert = Field(default_factory=ReplicaLagAlert)
+
+
+class SigningKey(_Strict):
+    """Where a source's HMAC key comes from: an environment variable or a file, never the policy."""
+
+    env: str | None = None
+    file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_place(self) -> SigningKey:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("name exactly one of `env` or `file` for a signing key")
+        return self
+
+
+class Policy(_Strict):
+    """A whole, versioned policy file."""
+
+    policy_version: str = Field(min_length=1)
+    defaults: Defaults = Field(default_factory=Defaults)
+    sources: dict[str, SourceEntry] = Field(default_factory=dict)
+    fields: dict[str, FieldPolicy] = Field(default_factory=dict)
+    alerts: Alerts = Field(default_factory=Alerts)
+    signing: dict[str, SigningKey] = Field(default_factory=dict)
+
+
+def _check_currency(code: str) -> None:
+    from babel.numbers import list_currencies
+
+    if code not in list_currencies():
+        raise ValueError(f"{code!r} is not an ISO 4217 currency code known to babel")
+
+
+def _check_unit(unit: str) -> None:
+    from streams.core.units import UnitError, check_unit
+
+    try:
+        check_unit(unit)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from exc

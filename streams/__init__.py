@@ -1,0 +1,1 @@
+"""claimwatch: a streaming conflict monitor for AI-agent tool results."""

@@ -1,0 +1,1 @@
+"""The pure core: normalization, freshness, lineage, precedence and decisions (no I/O, no clock)."""

@@ -1,0 +1,54 @@
+"""Step 1 of resolution: does a claim keep its field's contract, and what is its normalized value."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from schemas.claim import EVIDENCE_STATUSES, STATUSES
+from schemas.durations import format_duration
+from streams.core.claim import Claim
+from streams.core.normalize import ABSENT, NormalizationError
+from streams.core.policy import FieldRule
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The contract check of one claim: an error, or whether it is evidence and its canon."""
+
+    error: str | None = None
+    evidence: bool = False
+    canon: Hashable = None
+
+
+NO_EVIDENCE = Verdict()
+
+
+def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
+    """Validate and normalize one claim against its field's rule at time `now_us`."""
+    if claim.time_error is not None or claim.observed_us is None:
+        return Verdict(error=claim.time_error or "missing `observed_at`")
+    status = claim.status
+    if status not in STATUSES:
+        return Verdict(error=f"`status` must be one of {', '.join(sorted(STATUSES))}, got {status!r}")
+    if claim.observed_us - now_us > rule.clock_skew_us:
+        ahead = format_duration(claim.observed_us - now_us)
+        return Verdict(
+            error=f"observed {ahead} in the future (allowed skew {format_duration(rule.clock_skew_us)})"
+        )
+    expected = rule.contract_version
+    sent = claim.envelope.get("contract_version")
+    if expected is not None and sent is not None and sent != expected:
+        return Verdict(
+            error=f"contract_version {sent!r} differs from the policy's {expected!r} (schema conflict)"
+        )
+    if status not in EVIDENCE_STATUSES:
+        return NO_EVIDENCE
+    if status == "not_found":
+        return Verdict(evidence=True, canon=ABSENT)
+    if not claim.has_value:
+        return Verdict(error="status ok without a `value`")
+    try:
+        return Verdict(evidence=True, canon=rule.normalizer.canon(claim.value))
+    except NormalizationError as exc:
+        return Verdict(error=f"`value`: {exc}")

@@ -1,0 +1,80 @@
+"""Decision records: deterministic ids, the action, a short reason, and every claim's fate."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final
+
+from schemas.policy import Authority
+from streams.core.entry import Entry
+from streams.core.normalize import ABSENT
+from streams.core.policy import FieldRule
+from streams.core.timeutil import format_rfc3339
+
+#: Envelope keys in the order records show them; other keys follow, sorted.
+_ENVELOPE_ORDER: Final = (
+    "claim_id", "subject", "field", "source", "observed_at", "status", "value", "lineage",
+    "confidence", "contract_version", "agent_id", "tool", "trace_id",
+)
+
+
+def decision_id(policy_version: str, fact: str, pairs: list[tuple[str, str]]) -> str:
+    """Hash of the policy version, the fact key and the sorted (claim_id, disposition) pairs."""
+    digest = hashlib.sha256()
+    digest.update(policy_version.encode())
+    digest.update(b"\x1f")
+    digest.update(fact.encode())
+    for claim_id, disposition in sorted(pairs):
+        digest.update(b"\x1e")
+        digest.update(claim_id.encode())
+        digest.update(b"\x1f")
+        digest.update(disposition.encode())
+    return "dec_" + digest.hexdigest()[:32]
+
+
+def action_for(outcome: str, winner_class: Authority | None, rule: FieldRule) -> str:
+    """`proceed` on a resolution not won by a mere assertion; else escalate or degrade."""
+    if outcome == "resolved" and winner_class is not Authority.ASSERTED:
+        return "proceed"
+    return "escalate" if rule.consequential else "degrade"
+
+
+def claim_record(entry: Entry) -> dict[str, Any]:
+    """The envelope of a claim as sent, plus authority, lineage and disposition."""
+    envelope = entry.claim.envelope
+    record: dict[str, Any] = {k: envelope[k] for k in _ENVELOPE_ORDER if k in envelope}
+    for key in sorted(k for k in envelope if k not in record and k != "authority"):
+        record[key] = envelope[key]
+    if entry.claim.observed_us is not None:
+        record["observed_at"] = format_rfc3339(entry.claim.observed_us)
+    if "authority" in envelope:
+        record["claimed_authority"] = envelope["authority"]
+    record["authority"] = entry.authority.value
+    record["lineage"] = entry.lineage
+    record["disposition"] = entry.disposition
+    if entry.disposition == "outranked":
+        record["dissent"] = entry.dissent
+        record["temporal"] = entry.temporal
+    if entry.error is not None:
+        record["error"] = entry.error
+    if not entry.registered:
+        record["unregistered"] = True
+    return record
+
+
+def alternative(entry: Entry, rule: FieldRule) -> dict[str, Any]:
+    """A competing value, as sent and as compared, with its source and time."""
+    absent = entry.canon is ABSENT
+    return {
+        "value": None if absent else entry.claim.value,
+        "canonical": rule.normalizer.render(entry.canon),
+        "exists": not absent,
+        "source": entry.claim.source,
+        "claim_id": entry.claim_id,
+        "observed_at": format_rfc3339(entry.observed_us),
+    }
+
+
+def claim_order(entry: Entry) -> tuple[int, str]:
+    """Records list claims oldest first, ties by claim_id."""
+    return (entry.observed_us, entry.claim_id)

@@ -1,0 +1,117 @@
+"""A policy compiled for lookups: per-field rules, authority classes and lineages of sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from schemas.policy import RANK, Authority, FieldPolicy, FieldType, OnConflict, Policy
+from streams.core.normalize import Normalizer, normalizer_for
+
+_UNKNOWN_FIELD: Final = FieldPolicy(type=FieldType.JSON)
+
+
+def base_source(source: str) -> str:
+    """The service part of a source id: `reporting-replica@eu-west-1` -> `reporting-replica`."""
+    return source.split("@", 1)[0]
+
+
+def is_owner(rule: FieldRule, source: str) -> bool:
+    """Whether a source is the field's owner (exact id, or its service part)."""
+    return rule.owner is not None and rule.owner in (source, base_source(source))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """What the policy says about one source for one field."""
+
+    authority: Authority
+    rank: int
+    lineage: str
+    registered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRule:
+    """Everything resolution needs to know about one field, defaults applied."""
+
+    name: str
+    spec: FieldPolicy
+    normalizer: Normalizer
+    known: bool
+    freshness_us: int
+    on_conflict: OnConflict
+    clock_skew_us: int
+    settle_us: int
+    max_delay_us: int
+    grace_us: int
+    consequential: bool
+    owner: str | None
+    contract_version: str | None
+
+
+class CompiledPolicy:
+    """Policy lookups with their answers cached; immutable once built."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.version = policy.policy_version
+        self._rules: dict[str, FieldRule] = {}
+        self._views: dict[tuple[str, str], SourceView] = {}
+
+    def rule(self, field: str) -> FieldRule:
+        """The rule of a field; a field missing from the policy gets the defaults as `json`."""
+        rule = self._rules.get(field)
+        if rule is None:
+            rule = self._rules[field] = self._compile(field)
+        return rule
+
+    def source_view(self, field: str, source: str) -> SourceView:
+        """Class and lineage of a source for a field: field map, then registry; else derived."""
+        key = (field, source)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = self._view(field, source)
+        return view
+
+    def _compile(self, field: str) -> FieldRule:
+        spec = self.policy.fields.get(field)
+        known = spec is not None
+        spec = spec if spec is not None else _UNKNOWN_FIELD
+        defaults = self.policy.defaults
+        return FieldRule(
+            name=field,
+            spec=spec,
+            normalizer=normalizer_for(spec),
+            known=known,
+            freshness_us=spec.freshness if spec.freshness is not None else defaults.freshness,
+            on_conflict=spec.on_conflict or defaults.on_conflict,
+            clock_skew_us=defaults.clock_skew,
+            settle_us=spec.settle if spec.settle is not None else defaults.settle,
+            max_delay_us=spec.max_delay if spec.max_delay is not None else defaults.max_delay,
+            grace_us=defaults.grace,
+            consequential=spec.consequential,
+            owner=spec.owner or self._sole_system_of_record(spec),
+            contract_version=spec.contract_version,
+        )
+
+    def _sole_system_of_record(self, spec: FieldPolicy) -> str | None:
+        owners = {s for s, a in spec.authority.items() if a is Authority.SYSTEM_OF_RECORD}
+        owners |= {
+            s for s, e in self.policy.sources.items()
+            if e.authority is Authority.SYSTEM_OF_RECORD and s not in spec.authority
+        }
+        return next(iter(owners)) if len(owners) == 1 else None
+
+    def _view(self, field: str, source: str) -> SourceView:
+        spec = self.policy.fields.get(field)
+        overrides = spec.authority if spec is not None else {}
+        base = base_source(source)
+        entry = self.policy.sources.get(source) or self.policy.sources.get(base)
+        authority: Authority | None = overrides.get(source) or overrides.get(base)
+        if authority is None and entry is not None:
+            authority = entry.authority
+        registered = authority is not None
+        authority = authority or Authority.DERIVED
+        lineage = (entry.lineage if entry is not None else None) or source
+        return SourceView(authority, RANK[authority], lineage, registered)

@@ -1,0 +1,70 @@
+"""Precedence: the strongest class decides, never falling through to a weaker one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.policy import OnConflict
+from streams.core.entry import Entry, by_recency
+from streams.core.normalize import ABSENT
+from streams.core.policy import FieldRule, is_owner
+
+
+@dataclass(frozen=True, slots=True)
+class Precedence:
+    """The verdict among lineage representatives."""
+
+    outcome: str
+    winner: Entry | None
+    strongest: list[Entry]
+    conflict_kind: str | None = None
+    settled_by: OnConflict | None = None
+
+    @property
+    def show_alternatives(self) -> bool:
+        return self.outcome == "conflict" or self.settled_by is OnConflict.PRESENT_WITH_TIMESTAMP
+
+
+def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
+    """Pick the outcome and mark every representative's disposition."""
+    top = max(e.rank for e in representatives)
+    strongest = by_recency([e for e in representatives if e.rank == top])
+    normalizer = rule.normalizer
+    if normalizer.all_agree([e.canon for e in strongest]):
+        verdict = Precedence("resolved", strongest[0], strongest)
+    else:
+        verdict = _disagreement(strongest, rule)
+    _mark(representatives, verdict, rule)
+    return verdict
+
+
+def _disagreement(strongest: list[Entry], rule: FieldRule) -> Precedence:
+    absent = [e.canon is ABSENT for e in strongest]
+    if any(absent) and not all(absent):
+        return Precedence("conflict", None, strongest, conflict_kind="existence")
+    policy = rule.on_conflict
+    if policy in (OnConflict.PREFER_RECENT, OnConflict.PRESENT_WITH_TIMESTAMP):
+        return Precedence("resolved", strongest[0], strongest, settled_by=policy)
+    if policy is OnConflict.PREFER_PRIMARY:
+        owned = [e for e in strongest if is_owner(rule, e.claim.source)]
+        if owned:
+            return Precedence("resolved", owned[0], strongest, settled_by=policy)
+    return Precedence("conflict", None, strongest, conflict_kind="value")
+
+
+def _mark(representatives: list[Entry], verdict: Precedence, rule: FieldRule) -> None:
+    winner = verdict.winner
+    if winner is None:
+        top = verdict.strongest[0].rank
+        for entry in representatives:
+            entry.disposition = "contradicting" if entry.rank == top else "outranked"
+        return
+    agree = rule.normalizer.agree
+    for entry in representatives:
+        if entry is winner:
+            entry.disposition = "won"
+        elif agree(entry.canon, winner.canon):
+            entry.disposition = "corroborating"
+        else:
+            entry.disposition = "outranked"
+            entry.dissent = True

@@ -1,0 +1,115 @@
+"""Resolution of one fact (SPEC section 4): contract, evidence, freshness, lineage, precedence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from streams.core.claim import Claim, fact_key
+from streams.core.contract import check
+from streams.core.decision import (
+    action_for, alternative, claim_order, claim_record, decision_id,
+)
+from streams.core.entry import Entry, by_recency
+from streams.core.freshness import is_stale
+from streams.core.lineage import collapse
+from streams.core.normalize import ABSENT
+from streams.core.policy import CompiledPolicy
+from streams.core.precedence import Precedence, decide
+from streams.core.reason import reason_for
+from streams.core.timeutil import format_rfc3339
+
+
+def dedupe(claims: Iterable[Claim]) -> list[Claim]:
+    """Keep the first claim of every claim_id: a repeated id counts once."""
+    seen: dict[str, Claim] = {}
+    for claim in claims:
+        seen.setdefault(claim.claim_id, claim)
+    return list(seen.values())
+
+
+def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dict[str, Any]:
+    """Decide one fact from its claims at clock time `now_us`; returns the decision record."""
+    unique = dedupe(claims)
+    if not unique:
+        raise ValueError("resolve needs at least one claim")
+    first = unique[0]
+    rule = policy.rule(first.field)
+    entries = []
+    for claim in unique:
+        view = policy.source_view(claim.field, claim.source)
+        lineage = claim.envelope.get("lineage")
+        lineage = lineage if isinstance(lineage, str) and lineage else view.lineage
+        entry = Entry(claim, view.authority, view.rank, lineage, view.registered)
+        verdict = check(claim, rule, now_us)
+        if verdict.error is not None:
+            entry.disposition, entry.error = "rejected", verdict.error
+        elif not verdict.evidence:
+            entry.disposition = "no_evidence"
+        else:
+            entry.canon = verdict.canon
+        entries.append(entry)
+
+    evidence = [e for e in entries if e.disposition is None]
+    fresh = []
+    for entry in evidence:
+        if is_stale(entry.observed_us, now_us, rule.freshness_us):
+            entry.disposition = "stale"
+        else:
+            fresh.append(entry)
+
+    verdict: Precedence | None = None
+    if all(e.disposition == "rejected" for e in entries):
+        outcome = "rejected"
+    elif not fresh:
+        outcome = "insufficient"
+    else:
+        verdict = decide(collapse(fresh, rule.normalizer), rule)
+        outcome = verdict.outcome
+    return _record(first, entries, verdict, outcome, policy, now_us)
+
+
+def _record(
+    first: Claim,
+    entries: list[Entry],
+    verdict: Precedence | None,
+    outcome: str,
+    policy: CompiledPolicy,
+    now_us: int,
+) -> dict[str, Any]:
+    rule = policy.rule(first.field)
+    winner = verdict.winner if verdict is not None else None
+    if winner is not None:
+        for entry in entries:
+            if entry.disposition == "outranked":
+                entry.temporal = entry.observed_us < winner.observed_us
+    fact = fact_key(first.subject, first.field)
+    entries.sort(key=claim_order)
+    pairs = [(e.claim_id, e.disposition or "") for e in entries]
+    exists = None if winner is None else winner.canon is not ABSENT
+    record: dict[str, Any] = {
+        "decision_id": decision_id(policy.version, fact, pairs),
+        "subject": first.subject,
+        "field": first.field,
+        "policy_version": policy.version,
+        "outcome": outcome,
+        "value": winner.claim.value if winner is not None and exists else None,
+        "canonical": rule.normalizer.render(winner.canon) if winner is not None else None,
+        "exists": exists,
+        "conflict_kind": verdict.conflict_kind if verdict is not None else None,
+        "reason": "",
+        "action": action_for(outcome, winner.authority if winner else None, rule),
+        "corroboration": (
+            sum(1 for e in entries if e.disposition in ("won", "corroborating")) if winner else 0
+        ),
+        "alternatives": (
+            [alternative(e, rule) for e in by_recency(verdict.strongest)]
+            if verdict is not None and verdict.show_alternatives
+            else []
+        ),
+        "decided_at": format_rfc3339(now_us),
+        "claims": [claim_record(e) for e in entries],
+    }
+    settled = verdict.settled_by.value if verdict and verdict.settled_by else None
+    record["reason"] = reason_for(record, rule.freshness_us, settled)
+    return record

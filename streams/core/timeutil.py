@@ -1,0 +1,36 @@
+"""RFC 3339 timestamps to and from integer microseconds since the epoch (UTC), without a clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TimestampError(ValueError):
+    """A time that is missing, unparseable or has no UTC offset."""
+
+
+def parse_rfc3339(raw: object) -> int:
+    """Parse an RFC 3339 time with an offset into microseconds since the epoch."""
+    if not isinstance(raw, str):
+        raise TimestampError(f"expected an RFC 3339 time string, got {type(raw).__name__}")
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise TimestampError(f"{raw!r} is not an RFC 3339 time") from None
+    if parsed.tzinfo is None:
+        raise TimestampError(f"{raw!r} has no UTC offset (write Z or +hh:mm)")
+    delta = parsed - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def format_rfc3339(us: int) -> str:
+    """Render microseconds since the epoch as RFC 3339 UTC ('Z'), fractions only when present."""
+    moment = _EPOCH + timedelta(microseconds=us)
+    if moment.microsecond == 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if moment.microsecond % 1000 == 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,116 @@
+"""Physical units (pint): unit checks and cached plain-float converters for quantity fields."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["UnitError", "check_unit", "convert_uncached", "converter", "registry"]
+
+
+class UnitError(ValueError):
+    """An unknown unit or an impossible conversion; str(exc) is the reason."""
+
+
+@functools.cache
+def registry() -> Any:
+    """The one pint UnitRegistry of the process, built on first use (it takes a moment)."""
+    import pint
+
+    return pint.UnitRegistry()
+
+
+def _parse(unit: str) -> Any:
+    """Parse a unit expression, turning every pint/tokenizer failure into a UnitError."""
+    if not isinstance(unit, str):
+        raise UnitError(f"a unit must be a string such as 'kg' or 'm/s', got {unit!r}")
+    if not unit.strip():
+        raise UnitError("the unit is empty: write a unit such as 'kg', 'min' or 'm/s'")
+    import pint
+
+    ureg = registry()
+    try:
+        return ureg.parse_units(unit)
+    except pint.UndefinedUnitError:
+        raise UnitError(f"unknown unit {unit!r}: pint does not define it") from None
+    except Exception as exc:  # tokenizer errors, scaling factors ("2 kg"), syntax errors
+        raise UnitError(f"{unit!r} is not a unit pint can parse ({exc})") from None
+
+
+def check_unit(unit: str) -> None:
+    """Raise UnitError with a human reason when pint does not know `unit`."""
+    _parse(unit)
+
+
+def _snap(x: float) -> float:
+    """Round away float noise of the conversion (31.999999999999936 -> 32.0), keep true ratios."""
+    if x == 0.0 or not math.isfinite(x):
+        return x + 0.0
+    snapped = float(f"{x:.12g}")
+    return snapped if abs(snapped - x) <= 1e-13 * abs(x) else x
+
+
+def _identity(x: float) -> float:
+    return x
+
+
+def _incompatible(from_unit: str, to_unit: str) -> UnitError:
+    ureg = registry()
+    src = str(ureg.get_dimensionality(from_unit))
+    dst = str(ureg.get_dimensionality(to_unit))
+    return UnitError(
+        f"cannot convert {from_unit} to {to_unit}: incompatible dimensions ({src} vs {dst})"
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def converter(from_unit: str, to_unit: str) -> Callable[[float], float]:
+    """A plain-float function converting values in `from_unit` to `to_unit` (pint runs once).
+
+    Scale and offset come from converting 0 and 1, so affine units such as degC work;
+    units that are not affine (logarithmic ones such as dBm) are refused.
+    """
+    import pint
+
+    _parse(from_unit)
+    _parse(to_unit)
+    ureg = registry()
+    try:
+        zero = float(ureg.Quantity(0.0, from_unit).to(to_unit).magnitude)
+        one = float(ureg.Quantity(1.0, from_unit).to(to_unit).magnitude)
+        two = float(ureg.Quantity(2.0, from_unit).to(to_unit).magnitude)
+    except pint.DimensionalityError:
+        raise _incompatible(from_unit, to_unit) from None
+    except Exception as exc:
+        raise UnitError(f"cannot convert {from_unit} to {to_unit} ({exc})") from None
+    offset = _snap(zero)
+    scale = _snap(one - zero)
+    if not (math.isfinite(offset) and math.isfinite(scale)) or not math.isclose(
+        two, offset + 2.0 * scale, rel_tol=1e-9, abs_tol=1e-12
+    ):
+        raise UnitError(
+            f"cannot convert {from_unit} to {to_unit} by a fixed scale and offset "
+            "(logarithmic units are not supported)"
+        )
+    if offset == 0.0:
+        if scale == 1.0:
+            return _identity
+        return lambda x: x * scale
+    return lambda x: x * scale + offset
+
+
+def convert_uncached(value: float, from_unit: str, to_unit: str) -> float:
+    """Convert with pint on every call: the slow baseline the benchmark compares against."""
+    import pint
+
+    ureg = registry()
+    try:
+        return float(ureg.Quantity(value, from_unit).to(to_unit).magnitude)
+    except pint.UndefinedUnitError:
+        _parse(from_unit)
+        _parse(to_unit)
+        raise
+    except pint.DimensionalityError:
+        raise _incompatible(from_unit, to_unit) from None

@@ -1,0 +1,100 @@
+"""Load a policy file: safe YAML, validated against the model, errors naming file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from schemas.policy import Policy
+from streams.core.policy import CompiledPolicy
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message names the file, line, key and reason."""
+
+    def __init__(self, path: str, line: int | None, key: str, reason: str) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {key or '(top level)'}: {reason}")
+        self.path, self.line, self.key, self.reason = path, line, key, reason
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys instead of keeping the last one silently."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,  # type: ignore[arg-type]
+)
+
+
+def _line_of(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest node along a pydantic error location."""
+    node, line = root, (root.start_mark.line + 1) if root is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if k.value == str(part)), None)
+            key = next((k for k, v in node.value if k.value == str(part)), None)
+            if match is None:
+                break
+            line = (key.start_mark.line if key is not None else match.start_mark.line) + 1
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def parse_policy(text: str, path: str = "<policy>") -> Policy:
+    """Validate policy text; raise PolicyError naming the first problem."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise PolicyError(path, line, "", f"invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(path, None, "", f"invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(path, 1, "", "a policy file must be a mapping with `policy_version`")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(p for p in error["loc"] if not str(p).startswith("function-"))
+        loc = tuple(p for p in loc if p not in ("str", "int", "float", "constrained-str"))
+        key = ".".join(str(p) for p in loc)
+        reason = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            reason = "unknown key (check the spelling against SPEC section 3)"
+        raise PolicyError(path, _line_of(root, loc), key, reason) from None
+
+
+def load_policy(path: str | Path) -> CompiledPolicy:
+    """Read, validate and compile a policy file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(str(p), None, "", f"cannot read: {exc.strerror or exc}") from None
+    return CompiledPolicy(parse_policy(text, str(p)))
