@@ -501,18 +501,20 @@ class _MoneyNormalizer(_Base):
             if amount != amount.to_integral_value():
                 raise NormalizationError(
                     f"an amount in minor units must be a whole number of {self.currency} "
-                    f"minor units, got {amount}"
+                    f"minor units, got {_clip(str(amount))}"
                 )
             return (int(amount), self.currency)
         try:
             minor = _DEC.multiply(amount, self.scale)
         except Inexact:
             raise NormalizationError(
-                f"the amount has too many digits to be exact: expected at most 200, got {amount}"
+                "the amount has too many digits to be exact: expected at most 200, "
+                f"got {_clip(str(amount))}"
             ) from None
         if minor != minor.to_integral_value():
             raise NormalizationError(
-                f"{amount} has more decimals than {self.currency} allows ({self.precision})"
+                f"{_clip(str(amount))} has more decimals than {self.currency} allows "
+                f"({self.precision})"
             )
         return (int(minor), self.currency)
 

@@ -22,7 +22,7 @@ class Precedence:
 
     @property
     def show_alternatives(self) -> bool:
-        return self.outcome == "conflict" or self.settled_by is OnConflict.PRESENT_WITH_TIMESTAMP
+        return self.outcome == "conflict" or self.settled_by == OnConflict.PRESENT_WITH_TIMESTAMP
 
 
 def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
@@ -45,7 +45,7 @@ def _disagreement(strongest: list[Entry], rule: FieldRule) -> Precedence:
     policy = rule.on_conflict
     if policy in (OnConflict.PREFER_RECENT, OnConflict.PRESENT_WITH_TIMESTAMP):
         return Precedence("resolved", strongest[0], strongest, settled_by=policy)
-    if policy is OnConflict.PREFER_PRIMARY:
+    if policy == OnConflict.PREFER_PRIMARY:
         owned = [e for e in strongest if is_owner(rule, e.claim.source)]
         if owned:
             return Precedence("resolved", owned[0], strongest, settled_by=policy)
