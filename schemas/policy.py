@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.durations import Duration, Freshness
 
@@ -102,6 +102,20 @@ class FieldPolicy(_Strict):
     settle: Duration | None = None
     max_delay: Duration | None = None
 
+    @field_validator("currency")
+    @classmethod
+    def _known_currency(cls, code: str | None) -> str | None:
+        if code is not None:
+            _check_currency(code)
+        return code
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, unit: str | None) -> str | None:
+        if unit is not None:
+            _check_unit(unit)
+        return unit
+
     @model_validator(mode="after")
     def _type_needs(self) -> FieldPolicy:
         if self.type is FieldType.ENUM and not self.values:
@@ -111,13 +125,11 @@ class FieldPolicy(_Strict):
         if self.type is FieldType.MONEY:
             if not self.currency:
                 raise ValueError("a money field needs `currency` (ISO 4217 code, e.g. USD)")
-            _check_currency(self.currency)
         elif self.currency is not None:
             raise ValueError("`currency` is only for money fields")
         if self.type is FieldType.QUANTITY:
             if not self.unit:
                 raise ValueError("a quantity field needs `unit` (e.g. kg, m, s)")
-            _check_unit(self.unit)
         elif self.unit is not None:
             raise ValueError("`unit` is only for quantity fields")
         if self.tolerance is not None and self.type not in (FieldType.NUMBER, FieldType.QUANTITY):

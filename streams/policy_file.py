@@ -64,6 +64,29 @@ def _line_of(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
+def _key_at(root: yaml.Node | None, mark: yaml.Mark | None) -> str:
+    """Dotted key of the mapping entry whose key or value starts at `mark` ('' if none)."""
+    if root is None or mark is None:
+        return ""
+    stack: list[tuple[yaml.Node, tuple[str, ...]]] = [(root, ())]
+    seen: set[int] = set()  # aliases may make the node graph cyclic
+    while stack:
+        node, where = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        pairs: list[tuple[str, yaml.Node, yaml.Node]] = []
+        if isinstance(node, yaml.MappingNode):
+            pairs = [(str(k.value), k, v) for k, v in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            pairs = [(str(i), v, v) for i, v in enumerate(node.value)]
+        for name, key_node, value_node in pairs:
+            if mark.index in (key_node.start_mark.index, value_node.start_mark.index):
+                return ".".join((*where, name))
+            stack.append((value_node, (*where, name)))
+    return ""
+
+
 def parse_policy(text: str, path: str = "<policy>") -> Policy:
     """Validate policy text; raise PolicyError naming the first problem."""
     try:
@@ -72,7 +95,10 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
-        raise PolicyError(path, line, "", f"invalid YAML: {exc.problem or exc}") from None
+        key = ""
+        if isinstance(exc, yaml.constructor.ConstructorError):  # the text composes: find the key
+            key = _key_at(yaml.compose(text, Loader=yaml.SafeLoader), exc.problem_mark)
+        raise PolicyError(path, line, key, f"invalid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise PolicyError(path, None, "", f"invalid YAML: {exc}") from None
     if not isinstance(data, dict):

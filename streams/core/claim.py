@@ -19,7 +19,11 @@ class EnvelopeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """One claim. `observed_us` is None when the time was missing or unparseable."""
+    """One claim. `observed_us` is None when the time was missing or unparseable.
+
+    `arrival_error` is set by the stream processor when the claim was refused on arrival
+    (for example, too far ahead of the partition clock): it then stays rejected.
+    """
 
     claim_id: str
     subject: str
@@ -29,6 +33,7 @@ class Claim:
     time_error: str | None
     status: object
     envelope: Mapping[str, Any]
+    arrival_error: str | None = None
 
     @property
     def fact_key(self) -> str:

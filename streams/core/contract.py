@@ -26,6 +26,8 @@ NO_EVIDENCE = Verdict()
 
 def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
     """Validate and normalize one claim against its field's rule at time `now_us`."""
+    if claim.arrival_error is not None:
+        return Verdict(error=claim.arrival_error)
     if claim.time_error is not None or claim.observed_us is None:
         return Verdict(error=claim.time_error or "missing `observed_at`")
     status = claim.status

@@ -302,6 +302,9 @@ class _StringNormalizer(_Base):
 class _EnumNormalizer(_Base):
     """enum: a string among the field's `values`; canon is the value as the policy writes it."""
 
+    #: Bound on the remembered spellings (policy values plus accepted variants).
+    _MAX_SPELLINGS: Final = 1024
+
     def __init__(self, field: FieldPolicy) -> None:
         super().__init__(field)
         self.fold = field.case == "fold"
@@ -327,6 +330,8 @@ class _EnumNormalizer(_Base):
         found = self.exact.get(value)
         if found is None:
             found = self.lookup.get(self._key(value))
+            if found is not None and len(self.exact) < self._MAX_SPELLINGS:
+                self.exact[value] = found  # remember this spelling (bounded)
         if found is None:
             raise NormalizationError(
                 f"{_clip(repr(value))} is not one of the allowed values: {self.allowed}"
@@ -464,7 +469,8 @@ class _MoneyNormalizer(_Base):
         super().__init__(field)
         self.currency: str = field.currency or ""
         self.precision = _currency_precision(self.currency)
-        self.scale = Decimal(10) ** self.precision
+        self.factor = 10**self.precision
+        self.scale = Decimal(self.factor)
         self.example = f'{{"amount": 1250, "currency": "{self.currency}", "minor_units": true}}'
 
     def _canon(self, value: object) -> Hashable:
@@ -496,7 +502,10 @@ class _MoneyNormalizer(_Base):
             raise NormalizationError(
                 f"minor_units must be true or false, got {_describe(minor_units)}"
             )
-        amount = _decimal_of(value["amount"], "the amount as a number")
+        raw = value["amount"]
+        if type(raw) is int:  # fast path: whole numbers need no decimal work
+            return (raw if minor_units else raw * self.factor, self.currency)
+        amount = _decimal_of(raw, "the amount as a number")
         if minor_units:
             if amount != amount.to_integral_value():
                 raise NormalizationError(

@@ -1,0 +1,238 @@
+"""The stream step of one claims partition: partition clock, decision windows, expiry, dedupe.
+
+Pure: the caller passes the fact store (any mutable mapping of fact key -> FactState, such
+as a dict in tests or a view over a Faust table) and gets back what to send. Time comes
+only from the records: claims' `observed_at` and tick records (SPEC section 6).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, MutableMapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from schemas.claim import EVIDENCE_STATUSES
+from schemas.durations import UNTIL_EDITED, format_duration
+from streams.core.claim import Claim
+from streams.core.contract import check
+from streams.core.freshness import stale_at
+from streams.core.policy import CompiledPolicy, FieldRule
+from streams.core.resolve import resolve
+from streams.core.state import FactState, content_hash
+
+#: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
+MAX_CLAIMS_PER_FACT = 64
+MAX_SEEN_PER_FACT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A decision whose id differs from the fact's previous one."""
+
+    record: dict[str, Any]
+    previous_outcome: str | None
+    previous_id: str | None
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What one input record produced."""
+
+    decisions: list[Decided] = field(default_factory=list)
+    dead_letters: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+
+class PartitionProcessor:
+    """Decides the facts of one claims partition on that partition's clock."""
+
+    def __init__(
+        self,
+        policy: CompiledPolicy,
+        partition: int,
+        facts: MutableMapping[str, FactState],
+        clock_us: int | None = None,
+    ) -> None:
+        self.policy = policy
+        self.partition = partition
+        self.facts = facts
+        self.clock_us = clock_us
+        self._due: list[tuple[int, str]] = []
+
+    def rebuild(self, states: Iterable[FactState]) -> None:
+        """Re-index the pending deadlines of restored facts (after recovery)."""
+        self._due = [(s.due_us, s.key) for s in states if s.due_us is not None]
+        heapq.heapify(self._due)
+
+    def on_tick(self, tick_us: int) -> StepResult:
+        """A tick moves the clock on and closes whatever deadlines it passes."""
+        result = StepResult()
+        if self.clock_us is None or tick_us > self.clock_us:
+            self.clock_us = tick_us
+        self._close_due(result)
+        return result
+
+    def on_claim(self, claim: Claim) -> StepResult:
+        """Accept one claim: move the clock, close passed deadlines, then add the claim."""
+        result = StepResult()
+        rule = self.policy.rule(claim.field)
+        arrival_error = self._advance(claim, rule)
+        self._close_due(result)
+        self._add(claim, rule, arrival_error, result)
+        self._close_due(result)
+        return result
+
+    # ------------------------------------------------------------------ internals
+
+    def _advance(self, claim: Claim, rule: FieldRule) -> str | None:
+        observed = claim.observed_us
+        if observed is None:
+            return None
+        if self.clock_us is None:
+            self.clock_us = observed
+            return None
+        ahead = observed - self.clock_us
+        if ahead > rule.clock_skew_us:
+            return (
+                f"observed {format_duration(ahead)} ahead of the partition clock "
+                f"(allowed skew {format_duration(rule.clock_skew_us)})"
+            )
+        if ahead > 0:
+            self.clock_us = observed
+        return None
+
+    def _add(self, claim: Claim, rule: FieldRule, arrival_error: str | None, out: StepResult) -> None:
+        key = claim.fact_key
+        state = self.facts.get(key)
+        if state is None:
+            state = FactState(claim.subject, claim.field, self.partition)
+        known = state.seen_hash(claim.claim_id)
+        if known is not None:
+            if known == content_hash(claim.envelope):
+                out.events.append("duplicate")
+            else:
+                out.events.append("conflicting_duplicate")
+                out.dead_letters.append(
+                    f"claim_id {claim.claim_id!r} was already used for this fact with other content"
+                )
+            return
+        now = self._now()
+        horizon = _horizon(rule)
+        if claim.observed_us is not None and claim.observed_us < now - horizon:
+            out.events.append("expired")
+            out.dead_letters.append(
+                f"observed more than {format_duration(horizon)} (freshness + grace) before "
+                "the partition clock: too old to change any decision"
+            )
+            return
+        if not rule.known:
+            out.events.append("unknown_field")
+        if arrival_error is None:
+            arrival_error = check(claim, rule, now).error
+        else:
+            claim = replace(claim, arrival_error=arrival_error)
+        if arrival_error is not None:
+            out.events.append("rejected")
+            out.dead_letters.append(arrival_error)
+        else:
+            out.events.append("accepted")
+        state.claims.append(claim)
+        opened, _ = state.window if state.window is not None else (now, now)
+        state.window = (opened, now)
+        self._prune(state, rule, now)
+        self._schedule(state, min(now + rule.settle_us, opened + rule.max_delay_us))
+        self.facts[key] = state
+
+    def _close_due(self, out: StepResult) -> None:
+        clock = self.clock_us
+        if clock is None:
+            return
+        while self._due and self._due[0][0] <= clock:
+            due, key = heapq.heappop(self._due)
+            state = self.facts.get(key)
+            if state is None or state.due_us != due:
+                continue  # superseded entry
+            self._decide(state, due, out)
+
+    def _decide(self, state: FactState, at_us: int, out: StepResult) -> None:
+        rule = self.policy.rule(state.field)
+        state.window = None
+        state.due_us = None
+        self._prune(state, rule, at_us)
+        if not state.claims:
+            del self.facts[state.key]
+            return
+        record = resolve(state.claims, self.policy, at_us)
+        if record["decision_id"] != state.last_id:
+            out.decisions.append(Decided(record, state.last_outcome, state.last_id))
+            state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
+        expiry = _next_expiry(state.claims, rule, at_us)
+        if expiry is not None:
+            self._schedule(state, expiry)
+        self.facts[state.key] = state
+
+    def _schedule(self, state: FactState, due_us: int) -> None:
+        if state.due_us is not None and state.due_us <= due_us and state.window is None:
+            return
+        state.due_us = due_us
+        heapq.heappush(self._due, (due_us, state.key))
+
+    def _prune(self, state: FactState, rule: FieldRule, now: int) -> None:
+        floor = now - _horizon(rule)
+        claims = [c for c in state.claims if (c.observed_us or now) >= floor]
+        if rule.freshness_us >= UNTIL_EDITED:
+            newest: dict[str, Claim] = {}
+            for claim in claims:
+                kept = newest.get(claim.source)
+                if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
+                    newest[claim.source] = claim
+            claims = [c for c in claims if newest.get(c.source) is c]
+        claims = _cap_lineages(claims, self.policy, rule)
+        if len(claims) > MAX_CLAIMS_PER_FACT:
+            claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
+            claims = claims[-MAX_CLAIMS_PER_FACT:]
+        kept = {c.claim_id for c in claims}
+        for dropped in state.claims:
+            if dropped.claim_id not in kept:
+                when = dropped.observed_us if dropped.observed_us is not None else now
+                state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
+        state.claims = claims
+        seen = {k: v for k, v in state.seen.items() if v[1] >= floor}
+        if len(seen) > MAX_SEEN_PER_FACT:
+            seen = dict(sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))[-MAX_SEEN_PER_FACT:])
+        state.seen = seen
+
+    def _now(self) -> int:
+        return self.clock_us if self.clock_us is not None else 0
+
+
+def _horizon(rule: FieldRule) -> int:
+    return min(rule.freshness_us + rule.grace_us, UNTIL_EDITED)
+
+
+def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None:
+    if rule.freshness_us >= UNTIL_EDITED:
+        return None
+    moments = [
+        stale_at(c.observed_us, rule.freshness_us)
+        for c in claims
+        if c.observed_us is not None and c.status in EVIDENCE_STATUSES and c.arrival_error is None
+    ]
+    upcoming = [m for m in moments if m > at_us]
+    return min(upcoming) if upcoming else None
+
+
+def _cap_lineages(claims: list[Claim], policy: CompiledPolicy, rule: FieldRule) -> list[Claim]:
+    limit = policy.policy.defaults.max_lineages
+    newest: dict[str, int] = {}
+    for claim in claims:
+        lineage = claim.envelope.get("lineage") or policy.source_view(rule.name, claim.source).lineage
+        newest[lineage] = max(newest.get(lineage, -1), claim.observed_us or 0)
+    if len(newest) <= limit:
+        return claims
+    keep = set(sorted(newest, key=lambda name: (newest[name], name))[-limit:])
+    return [
+        c for c in claims
+        if (c.envelope.get("lineage") or policy.source_view(rule.name, c.source).lineage) in keep
+    ]

@@ -1,0 +1,164 @@
+"""The partition step: clock, decision windows, expiry on ticks, dedupe and bounded state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from schemas.policy import Policy
+from streams.core.claim import Claim, claim_from_envelope
+from streams.core.policy import CompiledPolicy
+from streams.core.processor import PartitionProcessor, StepResult
+from streams.core.state import FactState
+from streams.core.timeutil import format_rfc3339, parse_rfc3339
+
+T0 = parse_rfc3339("2026-09-14T09:00:00Z")
+SECOND = 1_000_000
+
+
+def policy_with(**field: Any) -> CompiledPolicy:
+    """A policy with two independent owners of `payment_status` (a replication split)."""
+    return CompiledPolicy(Policy.model_validate({
+        "policy_version": "test-1",
+        "sources": {
+            "ledger-a": {"authority": "system_of_record", "lineage": "a"},
+            "ledger-b": {"authority": "system_of_record", "lineage": "b"},
+            "cache": {"authority": "cached", "lineage": "a"},
+        },
+        "fields": {"payment_status": {
+            "type": "enum", "values": ["paid", "unpaid"], "freshness": "60s", **field,
+        }},
+    }))
+
+
+def claim(cid: str, source: str, value: str, at_us: int, **extra: Any) -> Claim:
+    """A payment_status claim of invoice:1 observed at `at_us`."""
+    return claim_from_envelope({
+        "claim_id": cid, "subject": "invoice:1", "field": "payment_status", "source": source,
+        "observed_at": format_rfc3339(at_us), "status": "ok", "value": value, **extra,
+    })
+
+
+def outcomes(results: list[StepResult]) -> list[tuple[str, Any]]:
+    """(outcome, value) of every decision emitted, in order."""
+    return [
+        (d.record["outcome"], d.record["value"]) for r in results for d in r.decisions
+    ]
+
+
+def test_default_settle_hides_a_change_seen_300ms_apart() -> None:
+    """Two owners queried 300 ms apart around a change give no conflict with settle 2s."""
+    proc = PartitionProcessor(policy_with(), 0, {})
+    steps = [
+        proc.on_claim(claim("1", "ledger-a", "unpaid", T0)),
+        proc.on_claim(claim("2", "ledger-b", "unpaid", T0)),
+        proc.on_tick(T0 + 9 * SECOND),
+        proc.on_claim(claim("3", "ledger-a", "paid", T0 + 10 * SECOND)),
+        proc.on_claim(claim("4", "ledger-b", "paid", T0 + 10 * SECOND + 300_000)),
+        proc.on_tick(T0 + 15 * SECOND),
+    ]
+    assert [("resolved", "unpaid"), ("resolved", "paid")] == outcomes(steps)
+
+
+def test_settle_zero_shows_the_transient_conflict() -> None:
+    """With settle 0 every claim is decided at once, so the change looks like a conflict."""
+    proc = PartitionProcessor(policy_with(settle="0s"), 0, {})
+    steps = [
+        proc.on_claim(claim("1", "ledger-a", "unpaid", T0)),
+        proc.on_claim(claim("2", "ledger-b", "unpaid", T0)),
+        proc.on_tick(T0 + 9 * SECOND),
+        proc.on_claim(claim("3", "ledger-a", "paid", T0 + 10 * SECOND)),
+        proc.on_claim(claim("4", "ledger-b", "paid", T0 + 10 * SECOND + 300_000)),
+    ]
+    assert [
+        ("resolved", "unpaid"), ("resolved", "unpaid"), ("conflict", None), ("resolved", "paid"),
+    ] == outcomes(steps)
+
+
+def test_window_closes_at_max_delay_under_steady_traffic() -> None:
+    """A window that keeps receiving claims still closes max_delay after it opened."""
+    proc = PartitionProcessor(policy_with(settle="2s", max_delay="5s"), 0, {})
+    results = [
+        proc.on_claim(claim(str(i), "ledger-a", "paid", T0 + i * SECOND)) for i in range(8)
+    ]
+    decided = [d.record["decided_at"] for r in results for d in r.decisions]
+    assert [format_rfc3339(T0 + 5 * SECOND)] == decided
+
+
+def test_fact_turns_insufficient_on_ticks_alone() -> None:
+    """When the clock passes the freshness budget, a tick re-decides the fact as insufficient."""
+    proc = PartitionProcessor(policy_with(), 0, {})
+    first = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    ticks = [proc.on_tick(T0 + s * SECOND) for s in (1, 3, 30, 61)]
+    assert [("resolved", "paid"), ("insufficient", None)] == outcomes([first, *ticks])
+    stale = ticks[-1].decisions[0].record
+    assert format_rfc3339(T0 + 60 * SECOND + 1) == stale["decided_at"]
+
+
+def test_redelivery_is_ignored_and_a_forged_reuse_goes_to_the_dlq() -> None:
+    """Same claim id and content: ignored; same id, other content: DLQ, never marked seen."""
+    facts: dict[str, FactState] = {}
+    proc = PartitionProcessor(policy_with(settle="0s"), 0, facts)
+    proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    again = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    forged = proc.on_claim(claim("1", "ledger-a", "unpaid", T0))
+    assert (["duplicate"], []) == (again.events, again.dead_letters)
+    assert ["conflicting_duplicate"] == forged.events
+    assert 1 == len(forged.dead_letters)
+    assert 1 == len(facts["invoice:1|payment_status"].claims)
+
+
+def test_claim_far_ahead_of_the_clock_is_rejected_and_does_not_move_it() -> None:
+    """A claim more than clock_skew ahead is rejected, copied to the DLQ, clock unchanged."""
+    proc = PartitionProcessor(policy_with(settle="0s"), 0, {})
+    proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    ahead = proc.on_claim(claim("2", "ledger-b", "paid", T0 + 60 * SECOND))
+    assert T0 == proc.clock_us
+    assert "ahead of the partition clock" in ahead.dead_letters[0]
+    record = ahead.decisions[0].record
+    assert "rejected" == next(c for c in record["claims"] if c["claim_id"] == "2")["disposition"]
+
+
+def test_unchanged_decision_is_not_emitted_again() -> None:
+    """A window that ends with the same dispositions emits nothing (same decision id)."""
+    proc = PartitionProcessor(policy_with(settle="0s"), 0, {})
+    first = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    again = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    assert (1, 0) == (len(first.decisions), len(again.decisions))
+
+
+def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
+    """A fact with five claims serializes below 1 KiB and restores to the same decisions."""
+    facts: dict[str, FactState] = {}
+    proc = PartitionProcessor(policy_with(), 3, facts)
+    for i, source in enumerate(["ledger-a", "ledger-b", "cache", "ledger-a", "ledger-b"]):
+        proc.on_claim(claim(f"claim-{i:06d}", source, "paid", T0 + i * 100_000,
+                            trace_id=f"trace-{i:04d}", agent_id="agent-7"))
+    state = facts["invoice:1|payment_status"]
+    raw = orjson.dumps(state.to_obj())
+    assert len(raw) < 1024, len(raw)
+    restored = FactState.from_obj(orjson.loads(raw))
+    assert state.to_obj() == restored.to_obj()
+    twin: dict[str, FactState] = {"invoice:1|payment_status": restored}
+    copy = PartitionProcessor(policy_with(), 3, twin, clock_us=proc.clock_us)
+    copy.rebuild(twin.values())
+    assert outcomes([proc.on_tick(T0 + 10 * SECOND)]) == outcomes(
+        [copy.on_tick(T0 + 10 * SECOND)]
+    )
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_lineages_are_capped(limit: int) -> None:
+    """Beyond max_lineages the lineage with the oldest newest claim is dropped."""
+    base = policy_with().policy
+    capped = CompiledPolicy(base.model_copy(update={
+        "defaults": base.defaults.model_copy(update={"max_lineages": limit}),
+    }))
+    facts: dict[str, FactState] = {}
+    proc = PartitionProcessor(capped, 0, facts)
+    for i in range(4):
+        proc.on_claim(claim(str(i), f"src-{i}", "paid", T0 + i * SECOND))
+    kept = {c.source for c in facts["invoice:1|payment_status"].claims}
+    assert {f"src-{i}" for i in range(4 - limit, 4)} == kept
