@@ -9,8 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 Outcome = Literal["resolved", "conflict", "insufficient", "rejected"]
 Action = Literal["proceed", "degrade", "escalate"]
 Disposition = Literal[
-    "won", "corroborating", "contradicting", "outranked", "same_lineage", "stale",
-    "no_evidence", "rejected",
+    "won",
+    "corroborating",
+    "contradicting",
+    "outranked",
+    "same_lineage",
+    "stale",
+    "no_evidence",
+    "rejected",
 ]
 ConflictKind = Literal["value", "existence"]
 

@@ -1,4 +1,4 @@
-"""Durations as written in policy files (`500ms`, `60s`, `5m`, `24h`, `until_edited`) in microseconds."""
+"""Policy durations (`500ms`, `60s`, `5m`, `24h`, `until_edited`), held in microseconds."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ US_PER_S: Final = 1_000_000
 #: "until_edited": a claim never goes stale on its own (a newer claim replaces it).
 UNTIL_EDITED: Final = 2**62
 
-_UNITS: Final = {"us": 1, "ms": US_PER_MS, "s": US_PER_S, "m": 60 * US_PER_S,
-                 "h": 3600 * US_PER_S, "d": 86400 * US_PER_S}
+_UNITS: Final = {
+    "us": 1,
+    "ms": US_PER_MS,
+    "s": US_PER_S,
+    "m": 60 * US_PER_S,
+    "h": 3600 * US_PER_S,
+    "d": 86400 * US_PER_S,
+}
 _PATTERN: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h|d)\s*$")
 
 
@@ -24,7 +30,7 @@ def parse_duration(raw: object) -> int:
     if isinstance(raw, int | float):
         if raw < 0:
             raise ValueError(f"a duration cannot be negative, got {raw!r}")
-        return int(round(raw * US_PER_S))
+        return round(raw * US_PER_S)
     if not isinstance(raw, str):
         raise ValueError(f"expected a duration such as 60s or 5m, got {raw!r}")
     if raw.strip() == "until_edited":
@@ -32,9 +38,10 @@ def parse_duration(raw: object) -> int:
     match = _PATTERN.match(raw)
     if match is None:
         raise ValueError(
-            f"{raw!r} is not a duration: write a number and a unit (ms, s, m, h, d), e.g. 500ms or 5m"
+            f"{raw!r} is not a duration: write a number and a unit (ms, s, m, h, d), "
+            "e.g. 500ms or 5m"
         )
-    return int(round(float(match.group(1)) * _UNITS[match.group(2)]))
+    return round(float(match.group(1)) * _UNITS[match.group(2)])
 
 
 def format_duration(us: int) -> str:
@@ -68,6 +75,10 @@ Freshness = Annotated[
     int,
     BeforeValidator(parse_duration),
     PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"anyOf": [*_DURATION_SCHEMA["anyOf"], {"const": "until_edited"}],
-                    "description": "a duration, or until_edited (never stale on its own)"}),
+    WithJsonSchema(
+        {
+            "anyOf": [*_DURATION_SCHEMA["anyOf"], {"const": "until_edited"}],
+            "description": "a duration, or until_edited (never stale on its own)",
+        }
+    ),
 ]

@@ -24,7 +24,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """Streaming conflict monitor for AI-agent tool results."""
@@ -81,6 +80,43 @@ def resolve(
         typer.echo(f"claimwatch: {error}", err=True)
     if batch.errors:
         raise typer.Exit(1)
+
+
+@app.command()
+def worker(
+    policy: PolicyOption,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
+    web_port: Annotated[int, typer.Option(help="HTTP port (/metrics, /health, /facts)")] = 6066,
+    partitions: Annotated[int, typer.Option(help="partitions of the claims topic")] = 4,
+    store: Annotated[str, typer.Option(help="table store: rocksdb:// or memory://")] = "rocksdb://",
+    data_dir: Annotated[Path, typer.Option(help="where the table store lives")] = Path(
+        ".cache/worker"
+    ),
+    guarantee: Annotated[
+        str, typer.Option(help="at_least_once (default) or exactly_once")
+    ] = "at_least_once",
+    app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
+) -> None:
+    """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
+    from streams.settings import WorkerSettings
+    from streams.worker import run_worker
+
+    _policy(policy)  # refuse a bad policy with exit 2 before connecting anywhere
+    settings = WorkerSettings(
+        policy_path=policy,
+        web_port=web_port,
+        partitions=partitions,
+        store=store,
+        data_dir=data_dir,
+        guarantee=guarantee,
+        app_id=app_id,
+    )
+    if bootstrap:
+        settings.bootstrap = bootstrap
+    if topic_prefix is not None:
+        settings.prefix = topic_prefix
+    run_worker(settings)
 
 
 def main() -> None:

@@ -50,10 +50,14 @@ def read_claims(lines: Iterable[bytes | str], source: str = "<stdin>") -> Batch:
         previous = seen.get(ident)
         if previous is not None:
             if previous != claim.envelope:
-                batch.errors.append(LineError(
-                    source, number, "claim_id",
-                    f"{claim.claim_id!r} was already used for this fact with other content",
-                ))
+                batch.errors.append(
+                    LineError(
+                        source,
+                        number,
+                        "claim_id",
+                        f"{claim.claim_id!r} was already used for this fact with other content",
+                    )
+                )
             continue
         seen[ident] = claim.envelope
         batch.claims += 1

@@ -1,4 +1,4 @@
-"""Step 1 of resolution: does a claim keep its field's contract, and what is its normalized value."""
+"""Step 1 of resolution: does a claim keep its field's contract; what is its normalized value."""
 
 from __future__ import annotations
 
@@ -32,17 +32,18 @@ def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
         return Verdict(error=claim.time_error or "missing `observed_at`")
     status = claim.status
     if status not in STATUSES:
-        return Verdict(error=f"`status` must be one of {', '.join(sorted(STATUSES))}, got {status!r}")
+        allowed = ", ".join(sorted(STATUSES))
+        return Verdict(error=f"`status` must be one of {allowed}, got {status!r}")
     if claim.observed_us - now_us > rule.clock_skew_us:
         ahead = format_duration(claim.observed_us - now_us)
-        return Verdict(
-            error=f"observed {ahead} in the future (allowed skew {format_duration(rule.clock_skew_us)})"
-        )
+        skew = format_duration(rule.clock_skew_us)
+        return Verdict(error=f"observed {ahead} in the future (allowed skew {skew})")
     expected = rule.contract_version
     sent = claim.envelope.get("contract_version")
     if expected is not None and sent is not None and sent != expected:
         return Verdict(
-            error=f"contract_version {sent!r} differs from the policy's {expected!r} (schema conflict)"
+            error=f"contract_version {sent!r} differs from the policy's {expected!r} "
+            "(schema conflict)"
         )
     if status not in EVIDENCE_STATUSES:
         return NO_EVIDENCE

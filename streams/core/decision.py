@@ -13,8 +13,19 @@ from streams.core.timeutil import format_rfc3339
 
 #: Envelope keys in the order records show them; other keys follow, sorted.
 _ENVELOPE_ORDER: Final = (
-    "claim_id", "subject", "field", "source", "observed_at", "status", "value", "lineage",
-    "confidence", "contract_version", "agent_id", "tool", "trace_id",
+    "claim_id",
+    "subject",
+    "field",
+    "source",
+    "observed_at",
+    "status",
+    "value",
+    "lineage",
+    "confidence",
+    "contract_version",
+    "agent_id",
+    "tool",
+    "trace_id",
 )
 
 

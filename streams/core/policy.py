@@ -98,7 +98,8 @@ class CompiledPolicy:
     def _sole_system_of_record(self, spec: FieldPolicy) -> str | None:
         owners = {s for s, a in spec.authority.items() if a is Authority.SYSTEM_OF_RECORD}
         owners |= {
-            s for s, e in self.policy.sources.items()
+            s
+            for s, e in self.policy.sources.items()
             if e.authority is Authority.SYSTEM_OF_RECORD and s not in spec.authority
         }
         return next(iter(owners)) if len(owners) == 1 else None

@@ -102,7 +102,9 @@ class PartitionProcessor:
             self.clock_us = observed
         return None
 
-    def _add(self, claim: Claim, rule: FieldRule, arrival_error: str | None, out: StepResult) -> None:
+    def _add(
+        self, claim: Claim, rule: FieldRule, arrival_error: str | None, out: StepResult
+    ) -> None:
         key = claim.fact_key
         state = self.facts.get(key)
         if state is None:
@@ -192,9 +194,9 @@ class PartitionProcessor:
         if len(claims) > MAX_CLAIMS_PER_FACT:
             claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
             claims = claims[-MAX_CLAIMS_PER_FACT:]
-        kept = {c.claim_id for c in claims}
+        live = {c.claim_id for c in claims}
         for dropped in state.claims:
-            if dropped.claim_id not in kept:
+            if dropped.claim_id not in live:
                 when = dropped.observed_us if dropped.observed_us is not None else now
                 state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
         state.claims = claims
@@ -227,12 +229,15 @@ def _cap_lineages(claims: list[Claim], policy: CompiledPolicy, rule: FieldRule) 
     limit = policy.policy.defaults.max_lineages
     newest: dict[str, int] = {}
     for claim in claims:
-        lineage = claim.envelope.get("lineage") or policy.source_view(rule.name, claim.source).lineage
+        lineage = (
+            claim.envelope.get("lineage") or policy.source_view(rule.name, claim.source).lineage
+        )
         newest[lineage] = max(newest.get(lineage, -1), claim.observed_us or 0)
     if len(newest) <= limit:
         return claims
     keep = set(sorted(newest, key=lambda name: (newest[name], name))[-limit:])
     return [
-        c for c in claims
+        c
+        for c in claims
         if (c.envelope.get("lineage") or policy.source_view(rule.name, c.source).lineage) in keep
     ]

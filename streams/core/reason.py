@@ -38,7 +38,7 @@ def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | N
     if settled_by == "prefer_recent":
         parts.append("newest of the disagreeing strongest claims wins (prefer_recent)")
     elif settled_by == "prefer_primary":
-        parts.append("the field's owner wins over the disagreeing strongest claims (prefer_primary)")
+        parts.append("the field's owner wins over the other strongest claims (prefer_primary)")
     elif settled_by == "present_with_timestamp":
         parts.append("newest shown with every competing value (present_with_timestamp)")
     if count["outranked"]:

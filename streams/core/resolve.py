@@ -8,7 +8,11 @@ from typing import Any
 from streams.core.claim import Claim, fact_key
 from streams.core.contract import check
 from streams.core.decision import (
-    action_for, alternative, claim_order, claim_record, decision_id,
+    action_for,
+    alternative,
+    claim_order,
+    claim_record,
+    decision_id,
 )
 from streams.core.entry import Entry, by_recency
 from streams.core.freshness import is_stale
@@ -41,13 +45,13 @@ def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dic
         lineage = claim.envelope.get("lineage")
         lineage = lineage if isinstance(lineage, str) and lineage else view.lineage
         entry = Entry(claim, view.authority, view.rank, lineage, view.registered)
-        verdict = check(claim, rule, now_us)
-        if verdict.error is not None:
-            entry.disposition, entry.error = "rejected", verdict.error
-        elif not verdict.evidence:
+        checked = check(claim, rule, now_us)
+        if checked.error is not None:
+            entry.disposition, entry.error = "rejected", checked.error
+        elif not checked.evidence:
             entry.disposition = "no_evidence"
         else:
-            entry.canon = verdict.canon
+            entry.canon = checked.canon
         entries.append(entry)
 
     evidence = [e for e in entries if e.disposition is None]

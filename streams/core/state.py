@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
 from typing import Any
 
 from streams.core.claim import Claim, claim_from_envelope
@@ -33,8 +34,8 @@ class FactState:
     subject: str
     field: str
     partition: int
-    claims: list[Claim] = field(default_factory=list)
-    seen: dict[str, tuple[str, int]] = field(default_factory=dict)
+    claims: list[Claim] = dc_field(default_factory=list)
+    seen: dict[str, tuple[str, int]] = dc_field(default_factory=dict)
     window: tuple[int, int] | None = None
     due_us: int | None = None
     last_id: str | None = None

@@ -1,4 +1,5 @@
 """Policy files: safe loading, errors that name line, key and reason, and authority lookups."""
+# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
 
 from __future__ import annotations
 
@@ -313,7 +314,9 @@ def test_field_authority_map_comes_first(
 
 def test_registry_applies_when_the_field_has_no_map(example: CompiledPolicy) -> None:
     """Ownership is per field: billing-api owns payment_status, scorer is only derived there."""
-    assert Authority.SYSTEM_OF_RECORD == example.source_view("payment_status", "billing-api").authority
+    assert (
+        Authority.SYSTEM_OF_RECORD == example.source_view("payment_status", "billing-api").authority
+    )
     assert Authority.DERIVED == example.source_view("payment_status", "scorer").authority
 
 

@@ -1,4 +1,5 @@
 """The checked-in JSON Schemas: no drift from the pydantic models, and they accept real data."""
+# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
 
 from __future__ import annotations
 
@@ -77,7 +78,10 @@ def test_policy_schema_accepts_durations(duration: object) -> None:
 
 def test_policy_schema_accepts_until_edited() -> None:
     """`until_edited` is a valid freshness budget."""
-    policy = {"policy_version": "v1", "fields": {"a": {"type": "string", "freshness": "until_edited"}}}
+    policy = {
+        "policy_version": "v1",
+        "fields": {"a": {"type": "string", "freshness": "until_edited"}},
+    }
     assert [] == _problems("policy", policy)
 
 

@@ -1,0 +1,138 @@
+"""The worker's agents, timer and web pages: load state, call the pure step, store and send."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import faust
+from aiohttp import web as aioweb
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from streams.app import Pipeline
+from streams.codec import loads
+from streams.metrics import Metrics, dlq_reason_label
+from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
+
+
+def install(pipe: Pipeline, runtime: Runtime, metrics: Metrics) -> None:
+    """Register the claims agent, the tick timer and the HTTP pages on the app."""
+    app = pipe.app
+    topics = {
+        pipe.names.claims: pipe.claims,
+        pipe.names.decisions: pipe.decisions,
+        pipe.names.conflicts: pipe.conflicts,
+        pipe.names.dlq: pipe.dlq,
+    }
+
+    @app.agent(pipe.claims, concurrency=1)
+    async def process_claims(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            message = event.message
+            started = time.perf_counter()
+            handled = runtime.handle(message.partition, message.offset, message.key, event.value)
+            for key, body in handled.resolutions:
+                pipe.resolutions[key] = body
+            for out in handled.sends:
+                await _send(topics[out.topic], out)
+            _count(metrics, handled)
+            metrics.latency.observe(time.perf_counter() - started)
+
+    @app.timer(pipe.settings.tick_interval_s)
+    async def write_ticks() -> None:
+        at = int((time.time() - pipe.settings.lateness_s) * 1_000_000)
+        for tp in app.assignor.assigned_actives():
+            if tp.topic == pipe.names.claims:
+                await pipe.claims.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:
+        runtime.forget({tp.partition for tp in revoked if tp.topic == pipe.names.claims})
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_assigned(_app: Any, assigned: Any, **_: Any) -> None:
+        runtime.forget({tp.partition for tp in assigned if tp.topic == pipe.names.claims})
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        metrics.recovered.set(0 if _recovering(app) else 1)
+        return aioweb.Response(
+            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    @app.page("/health")
+    async def health_page(web: Any, request: Any) -> Any:
+        if _recovering(app):
+            return web.json({"status": "recovering"}, status=503)
+        return web.json({"status": "ok"})
+
+    @app.page("/facts/{subject}/{field}")
+    async def fact_page(web: Any, request: Any, subject: str, field: str) -> Any:
+        key = f"{subject}|{field}".encode()
+        owner = _owner_url(app, pipe, key)
+        if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
+            if request.headers.get("X-Claimwatch-Forwarded"):
+                return web.json({"error": "partition owner unknown"}, status=503)
+            return await _forward(owner, request)
+        if _recovering(app):
+            return web.json({"error": "recovering"}, status=503)
+        body = pipe.resolutions.get(key)
+        if body is None:
+            return web.json({"error": f"no decision for {subject}|{field}"}, status=404)
+        return web.json(loads(body))
+
+
+async def _send(topic: Any, out: Outgoing) -> None:
+    await topic.send(
+        key=out.key, value=out.value, partition=out.partition, headers=list(out.headers) or None
+    )
+
+
+def _count(metrics: Metrics, handled: Handled) -> None:
+    for event in handled.events:
+        metrics.events.labels(event).inc()
+    claim = handled.claim
+    if claim is not None:
+        status = claim.status if isinstance(claim.status, str) else "invalid"
+        metrics.claims.labels(
+            metrics.field(claim.field),
+            metrics.source(claim.source),
+            status
+            if status in {"ok", "not_found", "forbidden", "unavailable", "error"}
+            else "other",
+        ).inc()
+    for out in handled.sends:
+        if out.headers:
+            reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+    for decided in handled.decided:
+        record = decided.record
+        field = metrics.field(record["field"])
+        metrics.decisions.labels(field, record["outcome"]).inc()
+        if record["outcome"] == "conflict" and decided.previous_outcome != "conflict":
+            metrics.conflicts.labels(field, record["conflict_kind"] or "value").inc()
+
+
+def _recovering(app: Any) -> bool:
+    recovery = app.tables.recovery
+    return bool(app.rebalancing or recovery.in_recovery or not recovery.completed.is_set())
+
+
+def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
+    """The web URL of the worker that holds the fact's partition, when known."""
+    try:
+        return str(app.router.key_store(pipe.resolutions.name, key))
+    except (KeyError, LookupError):
+        return None
+
+
+async def _forward(owner: str, request: Any) -> Any:
+    import aiohttp
+
+    url = owner.rstrip("/") + request.path
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers={"X-Claimwatch-Forwarded": "1"}) as response,
+    ):
+        body = await response.read()
+        return aioweb.Response(body=body, status=response.status, content_type="application/json")

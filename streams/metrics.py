@@ -1,0 +1,90 @@
+"""Prometheus series of the worker (base units, `_total` counters, bounded label values)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from streams.core.policy import CompiledPolicy
+
+
+class Metrics:
+    """The worker's series on one registry; label values bounded by the policy."""
+
+    def __init__(self, policy: CompiledPolicy, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self._fields = set(policy.policy.fields)
+        self._sources = set(policy.policy.sources)
+        r = self.registry
+        self.claims = Counter(
+            "claimwatch_claims_total",
+            "Claims processed, by field, source and status",
+            ["field", "source", "status"],
+            registry=r,
+        )
+        self.decisions = Counter(
+            "claimwatch_decisions_total",
+            "Decisions emitted, by field and outcome",
+            ["field", "outcome"],
+            registry=r,
+        )
+        self.conflicts = Counter(
+            "claimwatch_conflicts_total",
+            "Facts entering conflict, by field and kind",
+            ["field", "kind"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "claimwatch_dlq_messages_total",
+            "Messages sent to the dead-letter topic, by reason",
+            ["reason"],
+            registry=r,
+        )
+        self.events = Counter(
+            "claimwatch_stream_events_total",
+            "Stream events (duplicate, rerouted, tick, ...)",
+            ["event"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "claimwatch_resolve_latency_seconds",
+            "Time to process one claims record",
+            registry=r,
+            buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1),
+        )
+        self.recovered = Gauge(
+            "claimwatch_worker_ready",
+            "1 once the worker has finished recovery",
+            registry=r,
+        )
+
+    def field(self, name: str) -> str:
+        """The label value of a field: its name when the policy knows it, else `other`."""
+        return name if name in self._fields else "other"
+
+    def source(self, name: str) -> str:
+        """The label value of a source: registered id or its service part, else `other`."""
+        if name in self._sources:
+            return name
+        base = name.split("@", 1)[0]
+        return base if base in self._sources else "other"
+
+
+def dlq_reason_label(reason: str) -> str:
+    """A bounded label for a DLQ reason."""
+    lowered = reason.lower()
+    for label, needle in (
+        ("not_json", "not json"),
+        ("too_large", "exceeds"),
+        ("missing_key", "missing required"),
+        ("bad_key", "must be a non-empty"),
+        ("duplicate_id", "already used"),
+        ("ahead_of_clock", "ahead of the partition clock"),
+        ("expired", "too old"),
+        ("contract", "`value`"),
+        ("contract", "observed_at"),
+        ("contract", "status"),
+        ("contract", "contract_version"),
+    ):
+        if needle in lowered:
+            return label
+    return "other"

@@ -1,0 +1,200 @@
+"""The edge between Kafka records and the pure partition step: decode, route, encode outputs.
+
+No Faust here: the agent hands in records and a fact store, and sends what comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from streams.codec import DecodeError, decode_claim, dumps, loads
+from streams.core.claim import Claim
+from streams.core.policy import CompiledPolicy
+from streams.core.processor import Decided, PartitionProcessor, StepResult
+from streams.core.state import FactState
+from streams.topics import TopicNames, partition_for
+
+#: Key of tick records in the claims topic, and the prefix of bookkeeping keys in the table.
+TICK_KEY: Final = b"__tick__"
+CLOCK_PREFIX: Final = b"\x00clock/"
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One record to send."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass(slots=True)
+class Handled:
+    """What one input record led to: records to send, table writes, counters."""
+
+    sends: list[Outgoing] = field(default_factory=list)
+    resolutions: list[tuple[bytes, bytes]] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    decided: list[Decided] = field(default_factory=list)
+    claim: Claim | None = None
+
+
+def tick_value(at_us: int) -> bytes:
+    """The value of a tick record: the partition clock may move to `at_us`."""
+    return dumps({"__tick__": at_us})
+
+
+def tick_time(value: bytes) -> int | None:
+    """The time of a tick record, or None when the value is not a tick."""
+    if not value.startswith(b'{"__tick__"'):
+        return None
+    data = loads(value)
+    at = data.get("__tick__") if isinstance(data, dict) else None
+    return at if isinstance(at, int) else None
+
+
+class TableFacts(MutableMapping[str, FactState]):
+    """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests)."""
+
+    def __init__(self, table: MutableMapping[bytes, bytes]) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> FactState:
+        return FactState.from_obj(loads(self.table[key.encode()]))
+
+    def __setitem__(self, key: str, state: FactState) -> None:
+        self.table[key.encode()] = dumps(state.to_obj())
+
+    def __delitem__(self, key: str) -> None:
+        del self.table[key.encode()]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k.decode() for k in list(self.table) if not k.startswith(b"\x00"))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def states_of(self, partition: int) -> Iterator[FactState]:
+        """Every stored fact of one partition."""
+        for key, raw in list(self.table.items()):
+            if not key.startswith(b"\x00"):
+                state = FactState.from_obj(loads(raw))
+                if state.partition == partition:
+                    yield state
+
+
+class Runtime:
+    """Per-partition processors over one fact table; turns step results into records."""
+
+    def __init__(
+        self,
+        policy: CompiledPolicy,
+        names: TopicNames,
+        partitions: int,
+        table: MutableMapping[bytes, bytes],
+    ) -> None:
+        self.policy = policy
+        self.names = names
+        self.partitions = partitions
+        self.table = table
+        self.facts = TableFacts(table)
+        self._processors: dict[int, PartitionProcessor] = {}
+
+    def forget(self, partitions: set[int] | None = None) -> None:
+        """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
+        if partitions is None:
+            self._processors.clear()
+        for p in partitions or ():
+            self._processors.pop(p, None)
+
+    def processor(self, partition: int) -> PartitionProcessor:
+        """The processor of a partition, restored from the table on first use."""
+        proc = self._processors.get(partition)
+        if proc is None:
+            raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
+            clock = int(raw) if raw is not None else None
+            proc = PartitionProcessor(self.policy, partition, self.facts, clock)
+            proc.rebuild(self.facts.states_of(partition))
+            self._processors[partition] = proc
+        return proc
+
+    def handle(self, partition: int, offset: int, key: bytes | None, value: bytes) -> Handled:
+        """Process one record of the claims topic."""
+        out = Handled()
+        proc = self.processor(partition)
+        before = proc.clock_us
+        at = tick_time(value) if key == TICK_KEY else None
+        if at is not None:
+            step = proc.on_tick(at)
+            out.events.append("tick")
+        else:
+            try:
+                claim = decode_claim(value)
+            except DecodeError as exc:
+                out.events.append("dead_letter")
+                out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
+                return out
+            wanted = claim.fact_key.encode()
+            home = partition_for(wanted, self.partitions)
+            if key != wanted or partition != home:
+                out.events.append("rerouted")
+                out.sends.append(Outgoing(self.names.claims, wanted, value, home))
+                return out
+            out.claim = claim
+            step = proc.on_claim(claim)
+            for reason in step.dead_letters:
+                out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+        self._emit(step, partition, out)
+        if proc.clock_us != before and proc.clock_us is not None:
+            self.table[CLOCK_PREFIX + str(partition).encode()] = str(proc.clock_us).encode()
+        return out
+
+    def _emit(self, step: StepResult, partition: int, out: Handled) -> None:
+        out.events.extend(step.events)
+        for decided in step.decisions:
+            record = decided.record
+            key = f"{record['subject']}|{record['field']}".encode()
+            body = dumps(record)
+            out.decided.append(decided)
+            out.sends.append(Outgoing(self.names.decisions, key, body, partition))
+            out.resolutions.append((key, body))
+            change = conflict_change(decided)
+            if change is not None:
+                out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))
+
+    def _dead_letter(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
+    ) -> Outgoing:
+        headers = (
+            ("claimwatch.reason", reason.encode()),
+            ("claimwatch.topic", self.names.claims.encode()),
+            ("claimwatch.partition", str(partition).encode()),
+            ("claimwatch.offset", str(offset).encode()),
+        )
+        return Outgoing(self.names.dlq, key, value, partition, headers)
+
+
+def conflict_change(decided: Decided) -> dict[str, Any] | None:
+    """A record for the conflicts topic when a fact enters or leaves conflict."""
+    record = decided.record
+    entered = record["outcome"] == "conflict" and decided.previous_outcome != "conflict"
+    left = decided.previous_outcome == "conflict" and record["outcome"] != "conflict"
+    if not (entered or left):
+        return None
+    change: dict[str, Any] = {
+        "event": "entered" if entered else "left",
+        "subject": record["subject"],
+        "field": record["field"],
+        "decision_id": record["decision_id"],
+        "previous_decision_id": decided.previous_id,
+        "at": record["decided_at"],
+        "outcome": record["outcome"],
+    }
+    if entered:
+        change["conflict_kind"] = record["conflict_kind"]
+        change["competing"] = record["alternatives"]
+    return change

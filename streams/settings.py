@@ -1,0 +1,65 @@
+"""Worker and client settings: flags first, then CLAIMWATCH_* variables, then defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_PREFIX = "claimwatch."
+
+
+def env_bootstrap() -> str:
+    """CLAIMWATCH_BOOTSTRAP, else the local broker."""
+    return os.environ.get("CLAIMWATCH_BOOTSTRAP") or DEFAULT_BOOTSTRAP
+
+
+def env_prefix() -> str:
+    """CLAIMWATCH_TOPIC_PREFIX, else `claimwatch.`."""
+    return os.environ.get("CLAIMWATCH_TOPIC_PREFIX", DEFAULT_PREFIX)
+
+
+def client_security() -> dict[str, Any]:
+    """Aiokafka security settings passed through from CLAIMWATCH_SECURITY_PROTOCOL and friends."""
+    mapping = {
+        "CLAIMWATCH_SECURITY_PROTOCOL": "security_protocol",
+        "CLAIMWATCH_SASL_MECHANISM": "sasl_mechanism",
+        "CLAIMWATCH_SASL_USERNAME": "sasl_plain_username",
+        "CLAIMWATCH_SASL_PASSWORD": "sasl_plain_password",
+    }
+    settings: dict[str, Any] = {v: os.environ[k] for k, v in mapping.items() if os.environ.get(k)}
+    cafile = os.environ.get("CLAIMWATCH_SSL_CAFILE")
+    if cafile:
+        import ssl
+
+        context = ssl.create_default_context(cafile=cafile)
+        cert, key = (
+            os.environ.get("CLAIMWATCH_SSL_CERTFILE"),
+            os.environ.get("CLAIMWATCH_SSL_KEYFILE"),
+        )
+        if cert:
+            context.load_cert_chain(cert, key)
+        settings["ssl_context"] = context
+    return settings
+
+
+@dataclass(slots=True)
+class WorkerSettings:
+    """Everything a worker needs to start."""
+
+    policy_path: Path
+    bootstrap: str = field(default_factory=env_bootstrap)
+    prefix: str = field(default_factory=env_prefix)
+    partitions: int = 4
+    web_port: int = 6066
+    web_host: str = "127.0.0.1"
+    app_id: str = "claimwatch"
+    store: str = "rocksdb://"
+    data_dir: Path = Path(".cache/worker")
+    guarantee: str = "at_least_once"
+    tick_interval_s: float = 1.0
+    lateness_s: float = 1.0
+    commit_interval_s: float = 1.0
+    log_level: str = "warning"

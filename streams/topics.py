@@ -1,0 +1,102 @@
+"""Topic names (with the configurable prefix), their settings, and creating them on a cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Final
+
+from aiokafka.partitioner import murmur2
+
+#: Retention of the claims topic: unlimited, so every stream can be replayed.
+UNLIMITED: Final = "-1"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicNames:
+    """Every topic of one deployment, by role."""
+
+    prefix: str = "claimwatch."
+
+    @property
+    def claims(self) -> str:
+        return f"{self.prefix}claims"
+
+    @property
+    def decisions(self) -> str:
+        return f"{self.prefix}decisions"
+
+    @property
+    def resolutions(self) -> str:
+        return f"{self.prefix}resolutions"
+
+    @property
+    def conflicts(self) -> str:
+        return f"{self.prefix}conflicts"
+
+    @property
+    def alerts(self) -> str:
+        return f"{self.prefix}alerts"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.prefix}claims.dlq"
+
+    def per_fact(self) -> list[str]:
+        """Topics keyed by fact key, with the claims topic's partition count."""
+        return [self.claims, self.decisions, self.resolutions, self.conflicts, self.dlq]
+
+    def configs(self) -> dict[str, dict[str, str]]:
+        """Topic-level settings that differ from the broker's defaults."""
+        return {
+            self.claims: {"retention.ms": UNLIMITED},
+            self.resolutions: {"cleanup.policy": "compact"},
+        }
+
+
+def partition_for(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a key (murmur2, as the Java client)."""
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+async def ensure_topics(
+    bootstrap: str, names: TopicNames, partitions: int, **client: object
+) -> None:
+    """Create the deployment's topics when missing; refuse a claims topic of another size."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import TopicAlreadyExistsError
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [*names.per_fact(), names.alerts]
+        configs = names.configs()
+        new = [
+            NewTopic(
+                name,
+                partitions if name != names.alerts else 1,
+                1,
+                topic_configs=configs.get(name, {}),
+            )
+            for name in wanted
+            if name not in existing
+        ]
+        if new:
+            with contextlib.suppress(TopicAlreadyExistsError):
+                await admin.create_topics(new)
+        actual = 0
+        for _ in range(50):  # a just-created topic may show no partitions for a moment
+            described = await admin.describe_topics([names.claims])
+            actual = len(described[0]["partitions"])
+            if actual:
+                break
+            await asyncio.sleep(0.1)
+        if actual != partitions:
+            raise RuntimeError(
+                f"topic {names.claims} has {actual} partitions, the worker is configured for "
+                f"{partitions}: per-fact outputs must match the claims topic"
+            )
+    finally:
+        await admin.close()

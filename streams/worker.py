@@ -1,0 +1,29 @@
+"""Start a worker: load the policy, create the topics, build the app and run it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from streams.agents import install
+from streams.app import build_app
+from streams.metrics import Metrics
+from streams.policy_file import load_policy
+from streams.runtime import Runtime
+from streams.settings import WorkerSettings, client_security
+from streams.topics import TopicNames, ensure_topics
+
+
+def run_worker(settings: WorkerSettings) -> None:
+    """Run until stopped (SIGINT/SIGTERM stop it cleanly)."""
+    policy = load_policy(settings.policy_path)
+    names = TopicNames(settings.prefix)
+    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
+    pipe = build_app(settings)
+    runtime = Runtime(policy, names, settings.partitions, pipe.facts)
+    install(pipe, runtime, Metrics(policy))
+    from faust import Worker
+
+    logging.getLogger("faust").setLevel(settings.log_level.upper())
+    worker = Worker(pipe.app, loglevel=settings.log_level, quiet=True)
+    worker.execute_from_commandline()

@@ -1,0 +1,163 @@
+"""The real `claimwatch` console script: output, input forms, line errors and exit codes."""
+# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "examples" / "policy.yaml"
+CLAIMS = ROOT / "examples" / "claims.jsonl"
+NOW = "2026-09-14T09:12:30Z"
+CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
+
+
+def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [str(CLAIMWATCH), *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+
+
+def _resolve(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return _run("resolve", "--policy", str(POLICY), "--now", NOW, *args, stdin=stdin)
+
+
+def _decisions(stdout: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def _claim(claim_id: str, subject: str, value: str, **extra: Any) -> str:
+    envelope = {
+        "claim_id": claim_id,
+        "subject": subject,
+        "field": "payment_status",
+        "source": "billing-api",
+        "observed_at": "2026-09-14T09:12:03Z",
+        "status": "ok",
+        "value": value,
+        **extra,
+    }
+    return json.dumps(envelope)
+
+
+def test_console_script_is_installed() -> None:
+    """The console script sits next to the interpreter running the tests."""
+    assert True is CLAIMWATCH.exists()
+
+
+def test_resolve_example_is_byte_identical_and_sorted() -> None:
+    """Two runs on the example give the same bytes, one decision per fact, sorted by fact."""
+    first, second = _resolve(str(CLAIMS)), _resolve(str(CLAIMS))
+    assert (0, b"") == (first.returncode, first.stderr)
+    assert first.stdout == second.stdout
+    keys = [(d["subject"], d["field"]) for d in _decisions(first.stdout)]
+    facts = {(c["subject"], c["field"]) for c in map(json.loads, CLAIMS.read_text().splitlines())}
+    assert sorted(facts) == keys
+    assert {NOW} == {d["decided_at"] for d in _decisions(first.stdout)}
+
+
+def test_stdin_dash_and_no_argument_equal_file_input() -> None:
+    """`-` and no FILE read stdin and give exactly what the file argument gives."""
+    from_file = _resolve(str(CLAIMS))
+    data = CLAIMS.read_bytes()
+    dash = _resolve("-", stdin=data)
+    bare = _resolve(stdin=data)
+    assert (0, 0, 0) == (from_file.returncode, dash.returncode, bare.returncode)
+    assert from_file.stdout == dash.stdout
+    assert from_file.stdout == bare.stdout
+
+
+def test_bad_lines_are_reported_and_the_rest_resolved(tmp_path: Path) -> None:
+    """Malformed, subject-less and conflicting-id lines are named on stderr; the rest resolves."""
+    missing_subject = json.loads(_claim("c-2", "invoice:INV-1", "paid"))
+    del missing_subject["subject"]
+    lines = [
+        _claim("c-1", "invoice:INV-1", "paid"),
+        "{this is not json",
+        json.dumps(missing_subject),
+        _claim("c-1", "invoice:INV-1", "unpaid"),
+        _claim("c-3", "invoice:INV-2", "unpaid"),
+        _claim("c-1", "invoice:INV-1", "paid"),
+    ]
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = _resolve(str(claims))
+    assert 1 == done.returncode
+    errors = done.stderr.decode().splitlines()
+    assert 3 == len(errors), errors
+    assert f"{claims}:2:" in errors[0]
+    assert "JSON" in errors[0]
+    assert f"{claims}:3:" in errors[1]
+    assert "subject" in errors[1]
+    assert f"{claims}:4:" in errors[2]
+    assert "claim_id" in errors[2]
+    assert "c-1" in errors[2]
+    decisions = {(d["subject"], d["field"]): d for d in _decisions(done.stdout)}
+    assert [("invoice:INV-1", "payment_status"), ("invoice:INV-2", "payment_status")] == sorted(
+        decisions
+    )
+    first = decisions[("invoice:INV-1", "payment_status")]
+    assert ("resolved", "paid") == (first["outcome"], first["value"])
+    assert ["c-1"] == [c["claim_id"] for c in first["claims"]]
+    second = decisions[("invoice:INV-2", "payment_status")]
+    assert ("resolved", "unpaid") == (second["outcome"], second["value"])
+
+
+def test_bad_policy_exits_2_naming_the_key(tmp_path: Path) -> None:
+    """A policy that does not validate is refused with exit 2 and the offending key."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "policy_version: v1\nfields:\n  balance: {type: money, freshness: 60s}\n", encoding="utf-8"
+    )
+    done = _run("resolve", "--policy", str(policy), "--now", NOW, str(CLAIMS))
+    stderr = done.stderr.decode()
+    assert 2 == done.returncode
+    assert b"" == done.stdout
+    assert "fields.balance" in stderr
+    assert f"{policy}:3" in stderr
+    assert "currency" in stderr
+
+
+def test_missing_policy_file_exits_2(tmp_path: Path) -> None:
+    """A policy path that does not exist is bad usage: exit 2, the path on stderr."""
+    missing = tmp_path / "nope.yaml"
+    done = _run("resolve", "--policy", str(missing), "--now", NOW, str(CLAIMS))
+    assert 2 == done.returncode
+    assert b"" == done.stdout
+    assert str(missing) in done.stderr.decode()
+
+
+def test_missing_claims_file_exits_2(tmp_path: Path) -> None:
+    """A claims file that does not exist is bad usage: exit 2, the path on stderr."""
+    missing = tmp_path / "nope.jsonl"
+    done = _resolve(str(missing))
+    assert 2 == done.returncode
+    assert str(missing) in done.stderr.decode()
+
+
+def test_bad_now_exits_2() -> None:
+    """An unparseable --now is bad usage: exit 2, naming the option and the value."""
+    done = _run("resolve", "--policy", str(POLICY), "--now", "yesterday", str(CLAIMS))
+    stderr = done.stderr.decode()
+    assert 2 == done.returncode
+    assert b"" == done.stdout
+    assert "--now" in stderr
+    assert "yesterday" in stderr
+
+
+def test_help_lists_resolve() -> None:
+    """`claimwatch --help` succeeds and lists the resolve command."""
+    done = _run("--help")
+    assert 0 == done.returncode
+    assert "resolve" in done.stdout.decode()
