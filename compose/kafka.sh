@@ -90,7 +90,7 @@ fetch_libs() {
   command -v mvn >/dev/null || die "mvn not found: Maven is needed once to fetch the Kafka jars"
   say "fetching Apache Kafka $(kafka_version) jars from Maven Central into .cache/kafka/libs ..."
   rm -rf "$LIBS.tmp"
-  if ! mvn -B -q -f "$CONF/pom.xml" dependency:copy-dependencies -Dkafka.libs.dir="$LIBS.tmp"; then
+  if ! mvn -B -q -Dstyle.color=never -f "$CONF/pom.xml" dependency:copy-dependencies -Dkafka.libs.dir="$LIBS.tmp"; then
     rm -rf "$LIBS.tmp"
     die "Maven could not fetch the Kafka jars (see above; Maven Central must be reachable)"
   fi
@@ -167,9 +167,9 @@ start_broker() {
   )
   local -a detach=(nohup)
   command -v setsid >/dev/null && detach+=(setsid)
-  # the inner shell writes its own pid, then becomes the JVM (same pid)
+  # the inner shell writes its own pid, then becomes the JVM (same pid); fd 9 (our lock) is closed
   "${detach[@]}" bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "${cmd[@]}" \
-    >"$LOG" 2>&1 </dev/null &
+    >"$LOG" 2>&1 </dev/null 9>&- &
   for ((i = 0; i < 50; i++)); do
     [[ -s $PID_FILE ]] && pid=$(<"$PID_FILE") && [[ -n $pid ]] && break
     sleep 0.1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import logging.handlers
 import sys
 import uuid
 
@@ -103,22 +105,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, help="host:port")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole check")
     args = parser.parse_args(argv)
+    # aiokafka logs transient errors (e.g. the coordinator of a fresh broker still loading);
+    # keep them, and show them only if the check fails
+    logs = logging.handlers.BufferingHandler(capacity=200)
+    logs.setFormatter(logging.Formatter("  %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[logs])
     try:
         asyncio.run(asyncio.wait_for(_check(args.bootstrap), args.timeout))
-    except NotReadyError as exc:
-        print(f"kafka_ready: {args.bootstrap} not ready: {exc}", file=sys.stderr)
-        return 1
-    except TimeoutError:
-        print(
-            f"kafka_ready: {args.bootstrap} not ready: no answer within {args.timeout:.0f} s",
-            file=sys.stderr,
-        )
-        return 1
     except Exception as exc:
-        print(
-            f"kafka_ready: {args.bootstrap} not ready: {type(exc).__name__}: {exc}",
-            file=sys.stderr,
-        )
+        if isinstance(exc, NotReadyError):
+            reason = str(exc)
+        elif isinstance(exc, TimeoutError):
+            reason = f"no success within {args.timeout:.0f} s"
+        else:
+            reason = str(exc)
+            if type(exc).__name__ not in reason:
+                reason = f"{type(exc).__name__}: {reason}"
+        print(f"kafka_ready: {args.bootstrap} not ready: {reason}", file=sys.stderr)
+        for record in logs.buffer[-20:]:
+            print(logs.format(record), file=sys.stderr)
         return 1
     print(f"kafka_ready: {args.bootstrap} ok (round trip, transaction with offsets, commit)")
     return 0

@@ -7,12 +7,29 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
-from typing import Any
+from typing import Any, Final
 
 from streams.core.claim import Claim, claim_from_envelope
+from streams.core.timeutil import format_rfc3339
 
+#: Short names of the envelope keys in stored state; other keys go under "x".
+_SHORT: Final = {
+    "claim_id": "i",
+    "source": "s",
+    "observed_at": "t",
+    "status": "u",
+    "value": "v",
+    "lineage": "l",
+    "trace_id": "r",
+    "agent_id": "a",
+    "tool": "o",
+    "confidence": "c",
+    "contract_version": "k",
+    "authority": "y",
+}
+_LONG: Final = {short: key for key, short in _SHORT.items()}
 #: Keys a stored claim leaves out because the fact key carries them.
-_IMPLIED = ("subject", "field")
+_IMPLIED: Final = ("subject", "field")
 
 
 def content_hash(envelope: Mapping[str, Any]) -> str:
@@ -59,7 +76,7 @@ class FactState:
             "s": self.subject,
             "f": self.field,
             "p": self.partition,
-            "c": [_pack(s) for s in self.claims],
+            "c": [pack(c) for c in self.claims],
         }
         if self.seen:
             obj["n"] = {cid: [h, t] for cid, (h, t) in self.seen.items()}
@@ -81,7 +98,7 @@ class FactState:
             subject=subject,
             field=field_name,
             partition=obj["p"],
-            claims=[_unpack(item, subject, field_name) for item in obj["c"]],
+            claims=[unpack(item, subject, field_name) for item in obj["c"]],
             seen={cid: (h, t) for cid, (h, t) in obj.get("n", {}).items()},
             window=(window[0], window[1]) if window else None,
             due_us=obj.get("d"),
@@ -90,12 +107,50 @@ class FactState:
         )
 
 
-def _pack(claim: Claim) -> Any:
-    envelope = {k: v for k, v in claim.envelope.items() if k not in _IMPLIED}
-    return [envelope, claim.arrival_error] if claim.arrival_error else envelope
+def pack(claim: Claim) -> dict[str, Any]:
+    """A claim in its compact stored form: short keys, time as an integer when lossless."""
+    packed: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in claim.envelope.items():
+        if key in _IMPLIED:
+            continue
+        short = _SHORT.get(key)
+        if short is None:
+            extra[key] = value
+        elif key == "status" and value == "ok":
+            continue
+        elif (
+            key == "observed_at"
+            and claim.observed_us is not None
+            and (value == format_rfc3339(claim.observed_us))
+        ):
+            packed[short] = claim.observed_us
+        else:
+            packed[short] = value
+    if "status" not in claim.envelope:
+        packed["u"] = None
+    if extra:
+        packed["x"] = extra
+    if claim.arrival_error:
+        packed["e"] = claim.arrival_error
+    return packed
 
 
-def _unpack(item: Any, subject: str, field_name: str) -> Claim:
-    envelope, error = (item[0], item[1]) if isinstance(item, list) else (item, None)
-    claim = claim_from_envelope({"subject": subject, "field": field_name, **envelope})
+def unpack(item: Mapping[str, Any], subject: str, field_name: str) -> Claim:
+    """The claim of a stored item, with its envelope as it was sent."""
+    envelope: dict[str, Any] = {"subject": subject, "field": field_name}
+    for short, value in item.items():
+        key = _LONG.get(short)
+        if key is None:
+            continue
+        envelope[key] = (
+            format_rfc3339(value) if key == "observed_at" and isinstance(value, int) else value
+        )
+    if "u" not in item:
+        envelope["status"] = "ok"
+    elif item["u"] is None:
+        del envelope["status"]
+    envelope.update(item.get("x", {}))
+    claim = claim_from_envelope(envelope)
+    error = item.get("e")
     return replace(claim, arrival_error=error) if error else claim

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_NAIVE: Final = datetime(1970, 1, 1)
 
 
 class TimestampError(ValueError):
@@ -28,9 +29,10 @@ def parse_rfc3339(raw: object) -> int:
 
 def format_rfc3339(us: int) -> str:
     """Render microseconds since the epoch as RFC 3339 UTC ('Z'), fractions only when present."""
-    moment = _EPOCH + timedelta(microseconds=us)
-    if moment.microsecond == 0:
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if moment.microsecond % 1000 == 0:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = _EPOCH_NAIVE + timedelta(microseconds=us)
+    fraction = moment.microsecond
+    if fraction == 0:
+        return moment.isoformat(timespec="seconds") + "Z"
+    if fraction % 1000 == 0:
+        return moment.isoformat(timespec="milliseconds") + "Z"
+    return moment.isoformat(timespec="microseconds") + "Z"

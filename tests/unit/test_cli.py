@@ -1,5 +1,4 @@
 """The real `claimwatch` console script: output, input forms, line errors and exit codes."""
-# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
 
 from __future__ import annotations
 

@@ -27,7 +27,11 @@ def test_single_stale_claim_is_insufficient(policy: CompiledPolicy, now_us: int)
     """2. A single stale claim is insufficient, never the least-stale guess."""
     old = make_claim("a", "billing-api", "paid", observed_at="2026-09-14T09:10:00Z")
     record = resolve([old], policy, now_us)
-    assert ("insufficient", None, 0) == (record["outcome"], record["value"], record["corroboration"])
+    assert ("insufficient", None, 0) == (
+        record["outcome"],
+        record["value"],
+        record["corroboration"],
+    )
     assert {"a": "stale"} == dispositions(record)
     assert "escalate" == record["action"]  # payment_status is consequential
     assert "exceeded the freshness budget" in record["reason"]
@@ -37,8 +41,9 @@ def test_higher_authority_wins(policy: CompiledPolicy, now_us: int) -> None:
     """3. Two fresh claims of different classes: the higher class wins, the other dissents."""
     claims = [
         make_claim("a", "billing-api", "paid"),
-        make_claim("b", "reporting-replica@eu-west-1", "overdue",
-                   observed_at="2026-09-14T09:11:58Z"),
+        make_claim(
+            "b", "reporting-replica@eu-west-1", "overdue", observed_at="2026-09-14T09:11:58Z"
+        ),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", "paid", 1) == (record["outcome"], record["value"], record["corroboration"])
@@ -56,7 +61,9 @@ def test_same_class_different_values_conflict(policy: CompiledPolicy, now_us: in
     ]
     record = resolve(claims, policy, now_us)
     assert ("conflict", "value", None) == (
-        record["outcome"], record["conflict_kind"], record["value"]
+        record["outcome"],
+        record["conflict_kind"],
+        record["value"],
     )
     assert {"a": "contradicting", "b": "contradicting", "c": "outranked"} == dispositions(record)
     assert {"paid", "unpaid"} == {a["value"] for a in record["alternatives"]}
@@ -67,8 +74,15 @@ def test_same_value_different_sources_corroborate(policy: CompiledPolicy, now_us
     """5. Same class, same value, independent sources: resolved with corroboration 2."""
     claims = [
         make_claim("a", "scorer", 0.42, field="risk_score", subject="customer:1"),
-        make_claim("b", "scorer@b", 0.425, field="risk_score", subject="customer:1",
-                   lineage="scorer-b", observed_at="2026-09-14T09:11:00Z"),
+        make_claim(
+            "b",
+            "scorer@b",
+            0.425,
+            field="risk_score",
+            subject="customer:1",
+            lineage="scorer-b",
+            observed_at="2026-09-14T09:11:00Z",
+        ),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", 0.42, 2) == (record["outcome"], record["value"], record["corroboration"])
@@ -104,14 +118,24 @@ def test_missing_timestamp_is_rejected(policy: CompiledPolicy, now_us: int) -> N
 def test_unit_mismatch_is_rejected_not_arbitrated(policy: CompiledPolicy, now_us: int) -> None:
     """8. A value in another currency is rejected by normalization, not arbitrated."""
     claims = [
-        make_claim("a", "billing-api", {"amount": 1250, "currency": "USD", "minor_units": True},
-                   field="balance"),
-        make_claim("b", "billing-api@eu", {"amount": 11.5, "currency": "EUR"}, field="balance",
-                   lineage="ledger-eu"),
+        make_claim(
+            "a",
+            "billing-api",
+            {"amount": 1250, "currency": "USD", "minor_units": True},
+            field="balance",
+        ),
+        make_claim(
+            "b",
+            "billing-api@eu",
+            {"amount": 11.5, "currency": "EUR"},
+            field="balance",
+            lineage="ledger-eu",
+        ),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", {"minor": 1250, "currency": "USD"}) == (
-        record["outcome"], record["canonical"]
+        record["outcome"],
+        record["canonical"],
     )
     assert {"a": "won", "b": "rejected"} == dispositions(record)
     rejected = next(c for c in record["claims"] if c["claim_id"] == "b")
@@ -160,8 +184,9 @@ def test_cache_never_displaces_its_owner(policy: CompiledPolicy, now_us: int) ->
 def test_prefer_recent_settles_a_value_conflict(policy: CompiledPolicy, now_us: int) -> None:
     """prefer_recent: the newest of the strongest wins and the reason says so."""
     claims = [
-        make_claim("a", "crm-1", "1 Main St", field="shipping_address",
-                   observed_at="2026-09-10T00:00:00Z"),
+        make_claim(
+            "a", "crm-1", "1 Main St", field="shipping_address", observed_at="2026-09-10T00:00:00Z"
+        ),
         make_claim("b", "crm-2", "9 Old Rd", field="shipping_address"),
     ]
     record = resolve(claims, policy, now_us)
@@ -172,10 +197,12 @@ def test_prefer_recent_settles_a_value_conflict(policy: CompiledPolicy, now_us: 
 def test_prefer_primary_needs_the_owner(policy: CompiledPolicy, now_us: int) -> None:
     """prefer_primary: the owner wins when among the strongest; without it, as block."""
     spec = policy.policy.model_copy(deep=True)
-    field = spec.fields["payment_status"].model_copy(update={
-        "on_conflict": OnConflict.PREFER_PRIMARY,
-        "authority": {"mirror": Authority.SYSTEM_OF_RECORD},
-    })
+    field = spec.fields["payment_status"].model_copy(
+        update={
+            "on_conflict": OnConflict.PREFER_PRIMARY,
+            "authority": {"mirror": Authority.SYSTEM_OF_RECORD},
+        }
+    )
     spec = spec.model_copy(update={"fields": {**spec.fields, "payment_status": field}})
     primary = CompiledPolicy(spec)
     claims = [
@@ -215,7 +242,8 @@ def test_claim_from_the_future_is_rejected(policy: CompiledPolicy, now_us: int) 
     """A claim observed more than clock_skew ahead of now is rejected."""
     record = resolve(
         [make_claim("a", "billing-api", "paid", observed_at="2026-09-14T09:13:00Z")],
-        policy, now_us,
+        policy,
+        now_us,
     )
     assert "rejected" == record["outcome"]
     assert "future" in record["claims"][0]["error"]
@@ -225,9 +253,16 @@ def test_contract_version_mismatch_is_rejected(policy: CompiledPolicy, now_us: i
     """A claim whose contract_version differs from the field's is a schema conflict."""
     spec = policy.policy
     field = spec.fields["balance"].model_copy(update={"contract_version": "2"})
-    versioned = CompiledPolicy(spec.model_copy(update={"fields": {**spec.fields, "balance": field}}))
-    claim = make_claim("a", "billing-api", {"amount": 1, "currency": "USD", "minor_units": True},
-                       field="balance", contract_version="1")
+    versioned = CompiledPolicy(
+        spec.model_copy(update={"fields": {**spec.fields, "balance": field}})
+    )
+    claim = make_claim(
+        "a",
+        "billing-api",
+        {"amount": 1, "currency": "USD", "minor_units": True},
+        field="balance",
+        contract_version="1",
+    )
     record = resolve([claim], versioned, now_us)
     assert "rejected" == record["outcome"]
     assert "contract_version" in record["claims"][0]["error"]

@@ -20,32 +20,47 @@ SECOND = 1_000_000
 
 def policy_with(**field: Any) -> CompiledPolicy:
     """A policy with two independent owners of `payment_status` (a replication split)."""
-    return CompiledPolicy(Policy.model_validate({
-        "policy_version": "test-1",
-        "sources": {
-            "ledger-a": {"authority": "system_of_record", "lineage": "a"},
-            "ledger-b": {"authority": "system_of_record", "lineage": "b"},
-            "cache": {"authority": "cached", "lineage": "a"},
-        },
-        "fields": {"payment_status": {
-            "type": "enum", "values": ["paid", "unpaid"], "freshness": "60s", **field,
-        }},
-    }))
+    return CompiledPolicy(
+        Policy.model_validate(
+            {
+                "policy_version": "test-1",
+                "sources": {
+                    "ledger-a": {"authority": "system_of_record", "lineage": "a"},
+                    "ledger-b": {"authority": "system_of_record", "lineage": "b"},
+                    "cache": {"authority": "cached", "lineage": "a"},
+                },
+                "fields": {
+                    "payment_status": {
+                        "type": "enum",
+                        "values": ["paid", "unpaid"],
+                        "freshness": "60s",
+                        **field,
+                    }
+                },
+            }
+        )
+    )
 
 
 def claim(cid: str, source: str, value: str, at_us: int, **extra: Any) -> Claim:
     """A payment_status claim of invoice:1 observed at `at_us`."""
-    return claim_from_envelope({
-        "claim_id": cid, "subject": "invoice:1", "field": "payment_status", "source": source,
-        "observed_at": format_rfc3339(at_us), "status": "ok", "value": value, **extra,
-    })
+    return claim_from_envelope(
+        {
+            "claim_id": cid,
+            "subject": "invoice:1",
+            "field": "payment_status",
+            "source": source,
+            "observed_at": format_rfc3339(at_us),
+            "status": "ok",
+            "value": value,
+            **extra,
+        }
+    )
 
 
 def outcomes(results: list[StepResult]) -> list[tuple[str, Any]]:
     """(outcome, value) of every decision emitted, in order."""
-    return [
-        (d.record["outcome"], d.record["value"]) for r in results for d in r.decisions
-    ]
+    return [(d.record["outcome"], d.record["value"]) for r in results for d in r.decisions]
 
 
 def test_default_settle_hides_a_change_seen_300ms_apart() -> None:
@@ -73,16 +88,17 @@ def test_settle_zero_shows_the_transient_conflict() -> None:
         proc.on_claim(claim("4", "ledger-b", "paid", T0 + 10 * SECOND + 300_000)),
     ]
     assert [
-        ("resolved", "unpaid"), ("resolved", "unpaid"), ("conflict", None), ("resolved", "paid"),
+        ("resolved", "unpaid"),
+        ("resolved", "unpaid"),
+        ("conflict", None),
+        ("resolved", "paid"),
     ] == outcomes(steps)
 
 
 def test_window_closes_at_max_delay_under_steady_traffic() -> None:
     """A window that keeps receiving claims still closes max_delay after it opened."""
     proc = PartitionProcessor(policy_with(settle="2s", max_delay="5s"), 0, {})
-    results = [
-        proc.on_claim(claim(str(i), "ledger-a", "paid", T0 + i * SECOND)) for i in range(8)
-    ]
+    results = [proc.on_claim(claim(str(i), "ledger-a", "paid", T0 + i * SECOND)) for i in range(8)]
     decided = [d.record["decided_at"] for r in results for d in r.decisions]
     assert [format_rfc3339(T0 + 5 * SECOND)] == decided
 
@@ -134,8 +150,16 @@ def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
     facts: dict[str, FactState] = {}
     proc = PartitionProcessor(policy_with(), 3, facts)
     for i, source in enumerate(["ledger-a", "ledger-b", "cache", "ledger-a", "ledger-b"]):
-        proc.on_claim(claim(f"claim-{i:06d}", source, "paid", T0 + i * 100_000,
-                            trace_id=f"trace-{i:04d}", agent_id="agent-7"))
+        proc.on_claim(
+            claim(
+                f"claim-{i:06d}",
+                source,
+                "paid",
+                T0 + i * 100_000,
+                trace_id=f"trace-{i:04d}",
+                agent_id="agent-7",
+            )
+        )
     state = facts["invoice:1|payment_status"]
     raw = orjson.dumps(state.to_obj())
     assert len(raw) < 1024, len(raw)
@@ -144,18 +168,20 @@ def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
     twin: dict[str, FactState] = {"invoice:1|payment_status": restored}
     copy = PartitionProcessor(policy_with(), 3, twin, clock_us=proc.clock_us)
     copy.rebuild(twin.values())
-    assert outcomes([proc.on_tick(T0 + 10 * SECOND)]) == outcomes(
-        [copy.on_tick(T0 + 10 * SECOND)]
-    )
+    assert outcomes([proc.on_tick(T0 + 10 * SECOND)]) == outcomes([copy.on_tick(T0 + 10 * SECOND)])
 
 
 @pytest.mark.parametrize("limit", [1, 2])
 def test_lineages_are_capped(limit: int) -> None:
     """Beyond max_lineages the lineage with the oldest newest claim is dropped."""
     base = policy_with().policy
-    capped = CompiledPolicy(base.model_copy(update={
-        "defaults": base.defaults.model_copy(update={"max_lineages": limit}),
-    }))
+    capped = CompiledPolicy(
+        base.model_copy(
+            update={
+                "defaults": base.defaults.model_copy(update={"max_lineages": limit}),
+            }
+        )
+    )
     facts: dict[str, FactState] = {}
     proc = PartitionProcessor(capped, 0, facts)
     for i in range(4):

@@ -1,5 +1,4 @@
 """Hypothesis properties of resolution: order, staleness, precedence, idempotency, decision ids."""
-# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
 
 from __future__ import annotations
 

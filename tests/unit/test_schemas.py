@@ -1,5 +1,4 @@
 """The checked-in JSON Schemas: no drift from the pydantic models, and they accept real data."""
-# ruff: noqa: SIM300  (the project writes asserts as `expected == actual`)
 
 from __future__ import annotations
 

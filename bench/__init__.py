@@ -1,0 +1,1 @@
+"""Benchmarks of claimwatch (`make bench`): speed as ratios against baselines run alongside."""

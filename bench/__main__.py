@@ -1,0 +1,47 @@
+"""`make bench`: every benchmark, each as a ratio to a baseline run in the same invocation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench import state_size
+from bench.workload import write
+
+OUT = Path("bench/out")
+
+
+def _side(module: str, *args: str) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args], check=True, capture_output=True, text=True
+    )
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def core(facts: int, per_fact: int) -> dict[str, object]:
+    """Issue 2: offline resolution vs the plain baseline, and the live-state size."""
+    path = write(Path(f".cache/bench/claims-{facts}x{per_fact}.jsonl"), facts, per_fact)
+    fast = _side("bench.resolve_bench", "fast", str(path))
+    base = _side("bench.resolve_bench", "baseline", str(path))
+    ratio = round(float(fast["claims_per_s"]) / float(base["claims_per_s"]), 2)  # type: ignore[arg-type]
+    return {"fast": fast, "baseline": base, "speedup": ratio, "state": state_size.measure()}
+
+
+def main() -> int:
+    """Run the benchmarks named in CLAIMWATCH_BENCH (default: all) and write bench/out/."""
+    facts = int(os.environ.get("CLAIMWATCH_BENCH_FACTS", "100000"))
+    per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {}
+    print(f"core: resolving {facts * per_fact:,} claims over {facts:,} facts ...", flush=True)
+    results["core"] = figures = core(facts, per_fact)
+    print(json.dumps(figures, indent=2), flush=True)
+    (OUT / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

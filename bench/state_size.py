@@ -1,0 +1,26 @@
+"""Serialized size of a live fact's state (what the changelog carries) for five claims."""
+
+from __future__ import annotations
+
+import orjson
+
+from bench.workload import POLICY, claims
+from streams.core.claim import claim_from_envelope
+from streams.core.processor import PartitionProcessor
+from streams.core.state import FactState
+from streams.policy_file import load_policy
+
+
+def measure(facts: int = 2000) -> dict[str, float]:
+    """Mean and max bytes of FactState for `facts` facts with five claims each."""
+    store: dict[str, FactState] = {}
+    proc = PartitionProcessor(load_policy(POLICY), 0, store)
+    for envelope in claims(facts, 5, seed=11):
+        proc.on_claim(claim_from_envelope(envelope))
+    sizes = [len(orjson.dumps(state.to_obj())) for state in store.values()]
+    five = [s for s, st in zip(sizes, store.values(), strict=True) if len(st.claims) == 5]
+    return {
+        "facts_with_five_claims": len(five),
+        "mean_bytes": round(sum(five) / len(five), 1),
+        "max_bytes": max(five),
+    }
