@@ -119,6 +119,126 @@ def worker(
     run_worker(settings)
 
 
+@app.command()
+def publish(
+    file: Annotated[str, typer.Argument(help="JSON-lines claims; - for stdin")],
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
+    partitions: Annotated[
+        int, typer.Option(help="partitions of the topics, if publish has to create them")
+    ] = 4,
+) -> None:
+    """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
+    import asyncio
+    import contextlib
+
+    from streams.publish_cmd import PublishFailed, publish_file
+    from streams.settings import env_bootstrap, env_prefix
+
+    def report(error: object) -> None:
+        typer.echo(f"claimwatch: {error}", err=True)
+
+    with contextlib.ExitStack() as stack:
+        try:
+            handle = sys.stdin.buffer if file == "-" else stack.enter_context(open(file, "rb"))
+        except OSError as exc:
+            _fail(f"{file}: cannot read: {exc.strerror or exc}", 2)
+        try:
+            result = asyncio.run(
+                publish_file(
+                    handle,
+                    "<stdin>" if file == "-" else file,
+                    bootstrap=bootstrap or env_bootstrap(),
+                    prefix=topic_prefix if topic_prefix is not None else env_prefix(),
+                    partitions=partitions,
+                    on_error=report,
+                )
+            )
+        except PublishFailed as exc:
+            _fail(str(exc), 1)
+        except KeyboardInterrupt:
+            _fail("interrupted", 1)
+    invalid = f"; {len(result.errors)} invalid line(s) not sent" if result.errors else ""
+    typer.echo(f"sent {result.sent} claim(s) to {result.topic}{invalid}")
+    if result.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def decisions(
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="start at the oldest decision, not the end")
+    ] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep waiting for more")] = False,
+    idle_timeout: Annotated[
+        float, typer.Option(help="without --follow, stop after this many seconds of silence")
+    ] = 5.0,
+    field: Annotated[str | None, typer.Option(help="only this field")] = None,
+    outcome: Annotated[
+        str | None, typer.Option(help="only resolved, conflict, insufficient or rejected")
+    ] = None,
+    fact: Annotated[str | None, typer.Option(help="only this fact: SUBJECT|FIELD")] = None,
+    since: Annotated[str | None, typer.Option(help="decided_at at or after (RFC 3339)")] = None,
+    until: Annotated[str | None, typer.Option(help="decided_at at or before (RFC 3339)")] = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="print JSON lines")] = False,
+) -> None:
+    """Tail the decisions topic (no consumer group), dropping repeated decision ids."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
+    from streams.decisions_cmd import OUTCOMES, Filters, Printer, TopicMissing, run_decisions
+    from streams.settings import env_bootstrap, env_prefix
+    from streams.topics import TopicNames
+
+    if outcome is not None and outcome not in OUTCOMES:
+        _fail(f"--outcome: {outcome!r} is not one of {', '.join(OUTCOMES)}", 2)
+    if fact is not None and "|" not in fact:
+        _fail(f"--fact: {fact!r} is not SUBJECT|FIELD", 2)
+    if idle_timeout < 0:
+        _fail("--idle-timeout: must not be negative", 2)
+    filters = Filters(
+        field=field,
+        outcome=outcome,
+        fact=fact,
+        since_us=_moment("--since", since),
+        until_us=_moment("--until", until),
+    )
+    mode = "json" if json_lines else "table" if sys.stdout.isatty() else "plain"
+    printer = Printer(mode)
+    prefix = topic_prefix if topic_prefix is not None else env_prefix()
+    try:
+        tail = asyncio.run(
+            run_decisions(
+                bootstrap=bootstrap or env_bootstrap(),
+                topic=TopicNames(prefix).decisions,
+                filters=filters,
+                from_beginning=from_beginning,
+                follow=follow,
+                idle_timeout_s=idle_timeout,
+                printer=printer,
+            )
+        )
+    except (TopicMissing, KafkaError) as exc:
+        _fail(str(exc) or type(exc).__name__, 1)
+    except KeyboardInterrupt:  # the way to end --follow
+        raise typer.Exit(0) from None
+    if mode == "table":
+        repeats = f"; {tail.repeats} repeated id(s) dropped" if tail.repeats else ""
+        typer.echo(f"{printer.count} decision(s){repeats}", err=True)
+
+
+def _moment(flag: str, raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return parse_rfc3339(raw)
+    except TimestampError as exc:
+        _fail(f"{flag}: {exc}", 2)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

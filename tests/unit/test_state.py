@@ -46,7 +46,7 @@ BASE: dict[str, Any] = {
     ],
 )
 def test_pack_is_lossless(change: dict[str, Any]) -> None:
-    """pack then unpack returns the same envelope (so content hashes still match)."""
+    """Pack then unpack returns the same envelope (so content hashes still match)."""
     envelope = {**BASE, **change}
     if change.get("status") is None and "status" in change:
         del envelope["status"]
