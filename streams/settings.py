@@ -58,6 +58,7 @@ class WorkerSettings:
     app_id: str = "claimwatch"
     store: str = "rocksdb://"
     data_dir: Path = Path(".cache/worker")
+    #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
     guarantee: str = "at_least_once"
     tick_interval_s: float = 1.0
     lateness_s: float = 1.0
