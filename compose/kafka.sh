@@ -22,6 +22,8 @@ HEAP=${CLAIMWATCH_KAFKA_HEAP:-512m}
 START_TIMEOUT=${CLAIMWATCH_KAFKA_START_TIMEOUT:-90}
 STOP_TIMEOUT=30
 READY_ATTEMPTS=5
+# fatal startup errors meaning "this data dir is not usable by this broker": wipe it, retry once
+STORAGE_ERRORS='initializeLogDirs|MetaProperties|meta\.properties|cluster\.?id|directory\.?id|metadata\.version|kraft\.version|bootstrap\.checkpoint|formatted'
 
 say() { printf 'kafka.sh: %s\n' "$*"; }
 die() {
@@ -41,7 +43,8 @@ probe() {
   local port=$1 reply
   (exec 3<>"/dev/tcp/$HOST/$port") 2>/dev/null || return 2
   # ApiVersions v0: size 12, api_key 18, version 0, correlation id 7, client id "cw"
-  reply=$(timeout 5 bash -c '
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  reply=$(timeout 3 bash -c '
     exec 3<>"/dev/tcp/$0/$1" || exit 1
     printf "\x00\x00\x00\x0c\x00\x12\x00\x00\x00\x00\x00\x07\x00\x02cw" >&3
     head -c 10 <&3 | od -An -tx1' "$HOST" "$port" 2>/dev/null | tr -d ' \n') || true
@@ -90,7 +93,9 @@ fetch_libs() {
   command -v mvn >/dev/null || die "mvn not found: Maven is needed once to fetch the Kafka jars"
   say "fetching Apache Kafka $(kafka_version) jars from Maven Central into .cache/kafka/libs ..."
   rm -rf "$LIBS.tmp"
-  if ! mvn -B -q -Dstyle.color=never -f "$CONF/pom.xml" dependency:copy-dependencies -Dkafka.libs.dir="$LIBS.tmp"; then
+  if ! mvn -B -q -f "$CONF/pom.xml" dependency:copy-dependencies -Dkafka.libs.dir="$LIBS.tmp" \
+    >"$HOME_DIR/maven.log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$HOME_DIR/maven.log" >&2
     rm -rf "$LIBS.tmp"
     die "Maven could not fetch the Kafka jars (see above; Maven Central must be reachable)"
   fi
@@ -159,7 +164,7 @@ start_broker() {
   local pid="" i
   [[ -f $LOG ]] && mv -f "$LOG" "$LOG.1"
   rm -f "$PID_FILE" "$READY_FILE"
-  local -a cmd=(
+  local -a java_cmd=(
     "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
     "-Dlog4j.configuration=file:$CONF/log4j.properties" "-Dkafka.logs.dir=$HOME_DIR"
@@ -168,7 +173,8 @@ start_broker() {
   local -a detach=(nohup)
   command -v setsid >/dev/null && detach+=(setsid)
   # the inner shell writes its own pid, then becomes the JVM (same pid); fd 9 (our lock) is closed
-  "${detach[@]}" bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "${cmd[@]}" \
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  "${detach[@]}" bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "${java_cmd[@]}" \
     >"$LOG" 2>&1 </dev/null 9>&- &
   for ((i = 0; i < 50; i++)); do
     [[ -s $PID_FILE ]] && pid=$(<"$PID_FILE") && [[ -n $pid ]] && break
@@ -182,7 +188,7 @@ start_broker() {
       rm -f "$PID_FILE"
       say "the broker JVM exited during startup; last lines of $LOG:" >&2
       tail -n 30 "$LOG" >&2
-      if grep -qiE 'meta\.properties|cluster\.?id|metadata\.version|kraft\.version|bootstrap\.checkpoint|formatted' "$LOG"; then
+      if sed -n '/Exiting Kafka due to fatal exception/,$p' "$LOG" | grep -qiE "$STORAGE_ERRORS"; then
         return 3
       fi
       exit 1
@@ -266,7 +272,9 @@ cmd_up() {
     say "the broker rejected its storage; wiping $DATA and retrying once"
     wipe_data
     ensure_storage
-    start_broker
+    rc=0
+    start_broker || rc=$?
+    ((rc == 0)) || die "the broker does not start on freshly formatted storage either; see $LOG"
   fi
   pid=$(<"$PID_FILE")
   ready_check "$pid"
@@ -277,7 +285,11 @@ cmd_down() {
   local pid
   if ! pid=$(broker_pid); then
     rm -f "$PID_FILE" "$READY_FILE"
-    say "broker not running"
+    if probe "$PORT"; then
+      say "the broker on $HOST:$PORT was not started by this script; leaving it alone"
+    else
+      say "broker not running"
+    fi
     return 0
   fi
   say "stopping broker (pid $pid)"
@@ -304,8 +316,8 @@ cmd_status() {
 }
 
 main() {
-  local cmd=${1:-}
-  case $cmd in
+  local sub=${1:-}
+  case $sub in
     up | down | status) ;;
     *)
       echo "usage: $0 up|down|status" >&2
@@ -313,15 +325,15 @@ main() {
       ;;
   esac
   if external_bootstrap; then
-    say "CLAIMWATCH_BOOTSTRAP=$CLAIMWATCH_BOOTSTRAP: using that external cluster; nothing to $cmd"
+    say "CLAIMWATCH_BOOTSTRAP=$CLAIMWATCH_BOOTSTRAP: using that external cluster; nothing to $sub"
     exit 0
   fi
   mkdir -p "$HOME_DIR"
-  if [[ $cmd != status ]] && command -v flock >/dev/null; then
+  if [[ $sub != status ]] && command -v flock >/dev/null; then
     exec 9>"$HOME_DIR/.lock"
     flock -w 300 9 || die "another compose/kafka.sh holds .cache/kafka/.lock"
   fi
-  "cmd_$cmd"
+  "cmd_$sub"
 }
 
 main "$@"

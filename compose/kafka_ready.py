@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import logging.handlers
 import sys
@@ -40,15 +41,21 @@ async def _check(bootstrap: str) -> None:
     run = uuid.uuid4().hex[:12]
     topic = f"claimwatch-ready-{run}"
     group = f"claimwatch-ready-{run}"
-    tp = TopicPartition(topic, 0)
-
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        try:
+            await _round_trip_and_transaction(bootstrap, topic, group, run)
+        finally:
+            with contextlib.suppress(Exception):
+                await admin.delete_topics([topic])
     finally:
         await admin.close()
 
+
+async def _round_trip_and_transaction(bootstrap: str, topic: str, group: str, run: str) -> None:
+    tp = TopicPartition(topic, 0)
     # 1. plain produce (acks=all, idempotent) and consume
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
     await producer.start()
@@ -91,13 +98,6 @@ async def _check(bootstrap: str) -> None:
         await _expect_committed(consumer, tp, position, "committed offset")
     finally:
         await consumer.stop()
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
-    await admin.start()
-    try:
-        await admin.delete_topics([topic])
-    finally:
-        await admin.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -18,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "compose" / "kafka.sh"
 LOCAL_BOOTSTRAP = "127.0.0.1:9092"
+LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, "localhost:9092")  # compose/kafka.sh's own broker
 KAFKA_IMAGE = "apache/kafka:3.9.1"
 
 TopicFactory = Callable[..., Awaitable[str]]
@@ -85,7 +87,7 @@ def _apache_kafka_container(image: str) -> Any:
     return ApacheKafkaContainer(image)
 
 
-def _local_broker() -> str:
+def _local_broker(why: str) -> str:
     """Start (or reuse) the local broker with compose/kafka.sh and return its address."""
     env = {**os.environ}
     env.pop("CLAIMWATCH_BOOTSTRAP", None)
@@ -103,8 +105,8 @@ def _local_broker() -> str:
         pytest.fail(f"no Kafka broker: `compose/kafka.sh up` could not run: {exc}", pytrace=False)
     if proc.returncode != 0:
         pytest.fail(
-            "no Kafka broker: CLAIMWATCH_BOOTSTRAP is unset, no Docker engine answers, and "
-            f"`compose/kafka.sh up` failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}",
+            f"no Kafka broker: {why}, and `compose/kafka.sh up` failed (exit {proc.returncode}):"
+            f"\n{proc.stdout}{proc.stderr}",
             pytrace=False,
         )
     return LOCAL_BOOTSTRAP
@@ -114,6 +116,8 @@ def _local_broker() -> str:
 def kafka_bootstrap() -> Iterator[str]:
     """The "host:port" of a real broker: CLAIMWATCH_BOOTSTRAP, else a container, else local."""
     configured = os.environ.get("CLAIMWATCH_BOOTSTRAP")
+    if configured in LOCAL_ADDRESSES:
+        _local_broker(f"CLAIMWATCH_BOOTSTRAP={configured} (the local broker)")
     if configured:
         yield configured
         return
@@ -122,13 +126,15 @@ def kafka_bootstrap() -> Iterator[str]:
         try:
             container.start(timeout=120)
         except Exception as exc:
+            with contextlib.suppress(Exception):
+                container.stop()
             pytest.fail(f"no Kafka broker: {KAFKA_IMAGE} did not start: {exc}", pytrace=False)
         try:
             yield container.get_bootstrap_server()
         finally:
             container.stop()
         return
-    yield _local_broker()
+    yield _local_broker("CLAIMWATCH_BOOTSTRAP is unset and no Docker engine answers")
 
 
 @pytest.fixture
