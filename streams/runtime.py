@@ -5,6 +5,7 @@ No Faust here: the agent hands in records and a fact store, and sends what comes
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -58,19 +59,46 @@ def tick_time(value: bytes) -> int | None:
 
 
 class TableFacts(MutableMapping[str, FactState]):
-    """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests)."""
+    """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests).
 
-    def __init__(self, table: MutableMapping[bytes, bytes]) -> None:
+    Decoded states are kept in a bounded write-through cache: every write still goes to
+    the table (and so to its changelog); reads of recently used facts skip the decoding.
+    """
+
+    def __init__(self, table: MutableMapping[bytes, bytes], cache_size: int = 50_000) -> None:
         self.table = table
+        self._cache: OrderedDict[str, FactState] = OrderedDict()
+        self._cache_size = cache_size
 
     def __getitem__(self, key: str) -> FactState:
-        return FactState.from_obj(loads(self.table[key.encode()]))
+        state = self._cache.get(key)
+        if state is not None:
+            self._cache.move_to_end(key)
+            return state
+        state = FactState.from_obj(loads(self.table[key.encode()]))
+        self._remember(key, state)
+        return state
 
     def __setitem__(self, key: str, state: FactState) -> None:
         self.table[key.encode()] = dumps(state.to_obj())
+        self._remember(key, state)
 
     def __delitem__(self, key: str) -> None:
+        self._cache.pop(key, None)
         del self.table[key.encode()]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._cache or key.encode() in self.table)
+
+    def _remember(self, key: str, state: FactState) -> None:
+        self._cache[key] = state
+        self._cache.move_to_end(key)
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def clear_cache(self) -> None:
+        """Forget decoded states (after a rebalance the table may have been restored anew)."""
+        self._cache.clear()
 
     def __iter__(self) -> Iterator[str]:
         return (k.decode() for k in list(self.table) if not k.startswith(b"\x00"))
@@ -82,9 +110,20 @@ class TableFacts(MutableMapping[str, FactState]):
         """Every stored fact of one partition."""
         for key, raw in list(self.table.items()):
             if not key.startswith(b"\x00"):
-                state = FactState.from_obj(loads(raw))
+                state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
                 if state.partition == partition:
                     yield state
+
+
+class MemoryFacts(dict[str, FactState]):
+    """FactState values kept as objects (replay, tests): nothing to encode."""
+
+    def states_of(self, partition: int) -> Iterator[FactState]:
+        """Every stored fact of one partition."""
+        return (s for s in self.values() if s.partition == partition)
+
+    def clear_cache(self) -> None:
+        """Nothing is cached: the objects are the state."""
 
 
 class Runtime:
@@ -96,16 +135,18 @@ class Runtime:
         names: TopicNames,
         partitions: int,
         table: MutableMapping[bytes, bytes],
+        facts: TableFacts | MemoryFacts | None = None,
     ) -> None:
         self.policy = policy
         self.names = names
         self.partitions = partitions
         self.table = table
-        self.facts = TableFacts(table)
+        self.facts = facts if facts is not None else TableFacts(table)
         self._processors: dict[int, PartitionProcessor] = {}
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
+        self.facts.clear_cache()
         if partitions is None:
             self._processors.clear()
         for p in partitions or ():
@@ -144,14 +185,42 @@ class Runtime:
                 out.events.append("rerouted")
                 out.sends.append(Outgoing(self.names.claims, wanted, value, home))
                 return out
-            out.claim = claim
-            step = proc.on_claim(claim)
-            for reason in step.dead_letters:
-                out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+            return self.handle_claim(partition, offset, claim, value, out)
         self._emit(step, partition, out)
-        if proc.clock_us != before and proc.clock_us is not None:
-            self.table[CLOCK_PREFIX + str(partition).encode()] = str(proc.clock_us).encode()
+        self._store_clock(proc, before)
         return out
+
+    def handle_claim(
+        self, partition: int, offset: int, claim: Claim, value: bytes, out: Handled | None = None
+    ) -> Handled:
+        """Process a decoded claim that is already in its home partition."""
+        out = out if out is not None else Handled()
+        proc = self.processor(partition)
+        before = proc.clock_us
+        out.claim = claim
+        step = proc.on_claim(claim)
+        key = claim.fact_key.encode()
+        for reason in step.dead_letters:
+            out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+        self._emit(step, partition, out)
+        self._store_clock(proc, before)
+        return out
+
+    def flush(self) -> list[Handled]:
+        """End of input: close the open windows of every partition, in partition order."""
+        return [self.flush_partition(p) for p in sorted(self._processors)]
+
+    def flush_partition(self, partition: int) -> Handled:
+        """End of one partition's input: close its open windows at their deadlines."""
+        out = Handled()
+        proc = self._processors.get(partition)
+        if proc is not None:
+            self._emit(proc.flush(), partition, out)
+        return out
+
+    def _store_clock(self, proc: PartitionProcessor, before: int | None) -> None:
+        if proc.clock_us != before and proc.clock_us is not None:
+            self.table[CLOCK_PREFIX + str(proc.partition).encode()] = str(proc.clock_us).encode()
 
     def _emit(self, step: StepResult, partition: int, out: Handled) -> None:
         out.events.extend(step.events)

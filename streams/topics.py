@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,6 +56,7 @@ class TopicNames:
         }
 
 
+@functools.lru_cache(maxsize=131_072)
 def partition_for(key: bytes, partitions: int) -> int:
     """The partition Kafka's default partitioner gives a key (murmur2, as the Java client)."""
     return int(murmur2(key) & 0x7FFFFFFF) % partitions

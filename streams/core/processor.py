@@ -73,6 +73,17 @@ class PartitionProcessor:
         self._close_due(result)
         return result
 
+    def flush(self) -> StepResult:
+        """End of input: close every open decision window at its deadline (no expiry)."""
+        result = StepResult()
+        for due, key in sorted(self._due):
+            state = self.facts.get(key)
+            if state is not None and state.due_us == due and state.window is not None:
+                self._decide(state, due, result)
+        self._due = [(d, k) for d, k in self._due if k in self.facts]
+        heapq.heapify(self._due)
+        return result
+
     def on_claim(self, claim: Claim) -> StepResult:
         """Accept one claim: move the clock, close passed deadlines, then add the claim."""
         result = StepResult()

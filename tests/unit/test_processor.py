@@ -188,3 +188,13 @@ def test_lineages_are_capped(limit: int) -> None:
         proc.on_claim(claim(str(i), f"src-{i}", "paid", T0 + i * SECOND))
     kept = {c.source for c in facts["invoice:1|payment_status"].claims}
     assert {f"src-{i}" for i in range(4 - limit, 4)} == kept
+
+
+def test_flush_closes_open_windows_without_expiring() -> None:
+    """At the end of a file the open windows are decided at their deadlines, nothing expires."""
+    proc = PartitionProcessor(policy_with(), 0, {})
+    proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    flushed = proc.flush()
+    assert [("resolved", "paid")] == outcomes([flushed])
+    assert format_rfc3339(T0 + 2 * SECOND) == flushed.decisions[0].record["decided_at"]
+    assert [] == proc.flush().decisions

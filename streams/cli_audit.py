@@ -1,0 +1,148 @@
+"""Audit commands: `claimwatch replay` and `claimwatch explain`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import IO, Annotated
+
+import orjson
+import typer
+from rich.console import Console
+
+from streams.codec import dumps_line
+from streams.core.timeutil import TimestampError, parse_rfc3339
+from streams.diffing import diff
+from streams.explain import explain as render
+from streams.policy_file import PolicyError, load_policy
+from streams.replay_cmd import (
+    ReplayRequest,
+    print_diff,
+    recorded_decisions,
+    refuse_live_topic,
+    replay_file,
+    replay_topic,
+    write_topic,
+)
+from streams.settings import env_prefix
+from streams.topics import TopicNames
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"claimwatch: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _ms(raw: str | None, flag: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return parse_rfc3339(raw) // 1000
+    except TimestampError as exc:
+        raise _fail(f"{flag}: {exc}", 2) from None
+
+
+def replay(
+    policy: Annotated[Path, typer.Option("--policy", "-p", help="policy YAML to decide under")],
+    input: Annotated[Path | None, typer.Option("--input", help="JSON-lines claims file")] = None,
+    from_beginning: Annotated[
+        bool, typer.Option(help="read the claims topic from its start")
+    ] = False,
+    since: Annotated[str | None, typer.Option("--from", help="RFC 3339 start (topic)")] = None,
+    until: Annotated[str | None, typer.Option("--to", help="RFC 3339 end (topic)")] = None,
+    topic: Annotated[
+        str | None, typer.Option(help="claims topic (default: <prefix>claims)")
+    ] = None,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of the live topics")] = None,
+    partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
+    out: Annotated[str, typer.Option("--out", help="decisions JSON lines: FILE or -")] = "-",
+    to_topic: Annotated[str | None, typer.Option(help="also send decisions to this topic")] = None,
+    diff_against: Annotated[
+        str | None, typer.Option(help="recorded decisions: JSON-lines FILE or TOPIC")
+    ] = None,
+    changes: Annotated[Path | None, typer.Option(help="write the change list here")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="resume a topic replay")] = None,
+) -> None:
+    """Re-decide a claim stream under a policy, on the partition clock, and diff it."""
+    try:
+        compiled = load_policy(policy)
+    except PolicyError as exc:
+        raise _fail(str(exc), 2) from None
+    prefix = topic_prefix if topic_prefix is not None else env_prefix()
+    if (input is None) == (not (from_beginning or since)):
+        raise _fail("give either --input FILE or --from-beginning / --from TIME", 2)
+    if to_topic is not None:
+        try:
+            refuse_live_topic(to_topic, prefix)
+        except ValueError as exc:
+            raise _fail(str(exc), 2) from None
+    if checkpoint is not None and out == "-":
+        raise _fail("--checkpoint needs --out FILE (the output is resumed too)", 2)
+    req = ReplayRequest(
+        policy=compiled,
+        input=input,
+        topic=topic or TopicNames(prefix).claims,
+        since_ms=_ms(since, "--from"),
+        until_ms=_ms(until, "--to"),
+        bootstrap=bootstrap,
+        partitions=partitions,
+        out=None if out == "-" else Path(out),
+        to_topic=to_topic,
+        diff_against=diff_against,
+        changes=changes,
+        checkpoint=checkpoint,
+        live_prefix=prefix,
+    )
+    sink: IO[bytes]
+    if req.out is None:
+        sink = sys.stdout.buffer
+    else:
+        mode = "r+b" if checkpoint is not None and checkpoint.exists() else "wb"
+        sink = req.out.open(mode)
+    try:
+        if input is not None:
+            result = replay_file(req, sink)
+        else:
+            result = asyncio.run(replay_topic(req, sink))
+    finally:
+        sink.flush()
+        if sink is not sys.stdout.buffer:
+            sink.close()
+    if checkpoint is not None and checkpoint.exists():
+        checkpoint.unlink()
+    for error in result.errors:
+        typer.echo(f"claimwatch: {error}", err=True)
+    if to_topic is not None:
+        asyncio.run(write_topic(to_topic, result.decisions, bootstrap))
+    if diff_against is not None:
+        report = diff(recorded_decisions(diff_against, bootstrap), result.decisions)
+        print_diff(report, Console(stderr=True))
+        if changes is not None:
+            with changes.open("wb") as handle:
+                for change in report.changes:
+                    handle.write(dumps_line(change))
+    if result.errors:
+        raise typer.Exit(1)
+
+
+def explain(
+    decision_id: Annotated[str, typer.Argument(help="the decision_id to explain")],
+    source: Annotated[
+        str | None, typer.Option("--from", help="decisions JSON-lines FILE or TOPIC")
+    ] = None,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+) -> None:
+    """Render a decision in plain language from its record."""
+    where = source or TopicNames(env_prefix()).decisions
+    if source is None and not sys.stdin.isatty():
+        records = [orjson.loads(line) for line in sys.stdin.buffer if line.strip()]
+    else:
+        records = recorded_decisions(where, bootstrap)
+    found = next((r for r in records if r.get("decision_id") == decision_id), None)
+    if found is None:
+        raise _fail(
+            f"no decision {decision_id} in {where if source or sys.stdin.isatty() else 'stdin'}", 1
+        )
+    typer.echo(render(found))

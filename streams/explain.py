@@ -1,0 +1,80 @@
+"""Plain-language rendering of a decision record, from the record alone (never stored)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+_FATE = {
+    "won": "won",
+    "corroborating": "agreed with the winner (an independent lineage)",
+    "contradicting": "contradicted the other strongest claims",
+    "same_lineage": "shares its upstream ({lineage}) with a stronger claim: one vote, not two",
+    "stale": "was too old: observed beyond the field's freshness budget",
+    "no_evidence": "is no evidence: the tool reported `{status}`",
+    "rejected": "was rejected: {error}",
+}
+
+
+def _value(claim: Mapping[str, Any]) -> str:
+    if claim.get("status") == "not_found":
+        return "not found"
+    if "value" not in claim:
+        return "no value"
+    return orjson.dumps(claim["value"]).decode()
+
+
+def _fate(claim: Mapping[str, Any], winner: Mapping[str, Any] | None) -> str:
+    disposition = claim["disposition"]
+    if disposition == "outranked":
+        if not claim.get("dissent"):
+            return "was outranked by a stronger class (no fall-through to weaker sources)"
+        against = f" than {winner['source']}" if winner else ""
+        when = f"; it is older{against} (a lagging copy?)" if claim.get("temporal") else ""
+        return f"was outranked and dissents from the decided value{when}"
+    template = str(_FATE.get(disposition, disposition))
+    return template.format(
+        lineage=claim.get("lineage"), status=claim.get("status"), error=claim.get("error")
+    )
+
+
+def explain(record: Mapping[str, Any]) -> str:
+    """A few lines a support engineer or an auditor can read."""
+    claims = record["claims"]
+    winner = next((c for c in claims if c["disposition"] == "won"), None)
+    fact = f"{record['subject']} {record['field']}"
+    lines = [f"Decision {record['decision_id']} on {fact} at {record['decided_at']}"]
+    lines.append(f"under policy {record['policy_version']}: {record['outcome'].upper()}.")
+    if record["outcome"] == "resolved":
+        shown = (
+            "absent (not found)"
+            if record.get("exists") is False
+            else orjson.dumps(record["value"]).decode()
+        )
+        assert winner is not None
+        lines.append(
+            f"The value is {shown}, from {winner['source']} ({winner['authority']}), "
+            f"with {record['corroboration']} independent lineage(s) agreeing."
+        )
+    elif record["outcome"] == "conflict":
+        kind = record.get("conflict_kind")
+        lines.append(f"The strongest sources disagree ({kind} conflict); no value is decided:")
+        for alt in record.get("alternatives", []):
+            value = orjson.dumps(alt["value"]).decode() if alt["exists"] else "not found"
+            lines.append(f"  - {alt['source']} said {value} at {alt['observed_at']}")
+    lines.append(f"Why: {record['reason']}.")
+    lines.append("Claims considered:")
+    for claim in claims:
+        lines.append(
+            f"  - {claim['source']} ({claim['authority']}) said {_value(claim)} at "
+            f"{claim.get('observed_at')}: {_fate(claim, winner)}."
+        )
+    action = {
+        "proceed": "proceed: the agent may act on this value",
+        "degrade": "degrade: answer without relying on this fact",
+        "escalate": "escalate: a person must decide before anything irreversible happens",
+    }[record["action"]]
+    lines.append(f"Action: {action}.")
+    return "\n".join(lines)
