@@ -93,9 +93,6 @@ def worker(
     data_dir: Annotated[Path, typer.Option(help="where the table store lives")] = Path(
         ".cache/worker"
     ),
-    guarantee: Annotated[
-        str, typer.Option(help="at_least_once (default) or exactly_once")
-    ] = "at_least_once",
     app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
 ) -> None:
     """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
@@ -109,7 +106,6 @@ def worker(
         partitions=partitions,
         store=store,
         data_dir=data_dir,
-        guarantee=guarantee,
         app_id=app_id,
     )
     if bootstrap:
@@ -131,9 +127,13 @@ def publish(
     """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
     import asyncio
     import contextlib
+    import logging
 
     from streams.publish_cmd import PublishFailed, publish_file
     from streams.settings import env_bootstrap, env_prefix
+
+    # retries (a just-created topic's leader moving) are not news; failed deliveries are reported
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)
 
     def report(error: object) -> None:
         typer.echo(f"claimwatch: {error}", err=True)
@@ -242,3 +242,13 @@ def _moment(flag: str, raw: str | None) -> int | None:
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+def _register_audit() -> None:
+    from streams import cli_audit
+
+    app.command()(cli_audit.replay)
+    app.command()(cli_audit.explain)
+
+
+_register_audit()

@@ -1,0 +1,230 @@
+"""`claimwatch publish`, `claimwatch decisions` and the live demo against a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams.topics import TopicNames, ensure_topics
+
+pytestmark = pytest.mark.kafka
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "examples" / "policy.yaml"
+CLAIMS = ROOT / "examples" / "claims.jsonl"
+CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+
+
+def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT, check=False
+    )
+
+
+async def _claimwatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(_run, str(CLAIMWATCH), *args)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+async def prefix(kafka_bootstrap: str) -> AsyncIterator[str]:
+    """A fresh topic prefix; its topics are deleted afterwards."""
+    name = f"cwcli-{uuid.uuid4().hex[:10]}."
+    yield name
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        mine = [t for t in await admin.list_topics() if t.startswith(name)]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
+
+
+async def _read_all(bootstrap: str, topic: str, count: int) -> list[Any]:
+    """Exactly `count` records of every partition of `topic` (or fail after 30 s)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(topic, p["partition"]) for p in described["partitions"]])
+        await consumer.seek_to_beginning()
+        records: list[Any] = []
+        async with asyncio.timeout(30):
+            while len(records) < count:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    records.extend(batch)
+        return records
+    finally:
+        await consumer.stop()
+
+
+async def test_publish_sends_valid_claims_keyed_by_fact_and_reports_the_invalid_line(
+    kafka_bootstrap: str, prefix: str, tmp_path: Path
+) -> None:
+    """Valid example claims land keyed `subject|field`; the invalid line 4 is named, exit 1."""
+    lines = CLAIMS.read_text().splitlines()
+    bad = json.dumps({**json.loads(lines[0]), "claim_id": "bad-1", "status": "maybe"})
+    path = tmp_path / "claims.jsonl"
+    path.write_text("\n".join([*lines[:3], bad, *lines[3:]]) + "\n")
+
+    result = await _claimwatch(
+        "publish", "--bootstrap", kafka_bootstrap, "--topic-prefix", prefix, str(path)
+    )
+
+    assert 1 == result.returncode, result.stderr
+    assert f"{path}:4: status:" in result.stderr
+    assert 1 == result.stderr.count(str(path))
+    assert f"sent {len(lines)} claim(s) to {prefix}claims" in result.stdout
+    records = await _read_all(kafka_bootstrap, TopicNames(prefix).claims, len(lines))
+    claims = [json.loads(line) for line in lines]
+    expected = sorted((f"{c['subject']}|{c['field']}", c["claim_id"]) for c in claims)
+    actual = sorted((r.key.decode(), json.loads(r.value)["claim_id"]) for r in records)
+    assert expected == actual
+
+
+def _decision(ident: str, fact: str, outcome: str, decided_at: str) -> dict[str, Any]:
+    subject, field = fact.split("|")
+    return {
+        "decision_id": ident,
+        "subject": subject,
+        "field": field,
+        "policy_version": "test",
+        "outcome": outcome,
+        "value": "paid" if outcome == "resolved" else None,
+        "action": "proceed" if outcome == "resolved" else "escalate",
+        "reason": f"{outcome} for the test",
+        "decided_at": decided_at,
+        "claims": [],
+    }
+
+
+DECISIONS = [
+    _decision("d1", "invoice:INV-1|payment_status", "resolved", "2026-09-14T09:00:00Z"),
+    _decision("d2", "invoice:INV-1|balance", "conflict", "2026-09-14T09:01:00Z"),
+    _decision("d3", "invoice:INV-2|payment_status", "insufficient", "2026-09-14T09:02:00Z"),
+    _decision("d4", "invoice:INV-2|payment_status", "resolved", "2026-09-14T09:03:00.500Z"),
+]
+
+
+async def _produce_decisions(bootstrap: str, prefix: str) -> None:
+    """The DECISIONS, d1 and d3 once more (redelivered), and one aborted record."""
+    names = TopicNames(prefix)
+    await ensure_topics(bootstrap, names, 4)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{prefix}tx")
+    await producer.start()
+    try:
+        for record in [*DECISIONS, DECISIONS[0], DECISIONS[2]]:
+            key = f"{record['subject']}|{record['field']}".encode()
+            async with producer.transaction():
+                await producer.send(names.decisions, json.dumps(record).encode(), key=key)
+        aborted = _decision("aborted", "invoice:INV-3|balance", "resolved", "2026-09-14T09:00:00Z")
+        await producer.begin_transaction()
+        await producer.send_and_wait(names.decisions, json.dumps(aborted).encode(), key=b"x")
+        await producer.abort_transaction()
+    finally:
+        await producer.stop()
+
+
+FILTERS = {
+    "none": ([], ["d1", "d2", "d3", "d4"]),
+    "field": (["--field", "balance"], ["d2"]),
+    "outcome": (["--outcome", "resolved"], ["d1", "d4"]),
+    "fact": (["--fact", "invoice:INV-2|payment_status"], ["d3", "d4"]),
+    "since": (["--since", "2026-09-14T09:01:00.001Z"], ["d3", "d4"]),
+    "until": (["--until", "2026-09-14T11:01:00+02:00"], ["d1", "d2"]),
+    "both": (["--since", "2026-09-14T09:01:00Z", "--until", "2026-09-14T09:02:00Z"], ["d2", "d3"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FILTERS))
+async def test_decisions_prints_each_id_once_and_filters(
+    kafka_bootstrap: str, prefix: str, case: str
+) -> None:
+    """`decisions --json --from-beginning` drops repeated ids, aborted records and filters."""
+    await _produce_decisions(kafka_bootstrap, prefix)
+    flags, expected = FILTERS[case]
+    common = ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
+    result = await _claimwatch(
+        "decisions", *common, "--json", "--from-beginning", "--idle-timeout", "2", *flags
+    )
+
+    assert 0 == result.returncode, result.stderr
+    ids = [json.loads(line)["decision_id"] for line in result.stdout.splitlines()]
+    assert expected == sorted(ids)
+
+
+async def test_decisions_prints_tab_separated_lines_off_a_terminal(
+    kafka_bootstrap: str, prefix: str
+) -> None:
+    """Without --json and off a terminal: decided_at, fact, outcome, value, action, reason."""
+    await _produce_decisions(kafka_bootstrap, prefix)
+    common = ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
+    result = await _claimwatch(
+        "decisions", *common, "--from-beginning", "--idle-timeout", "2", "--field", "balance"
+    )
+
+    assert 0 == result.returncode, result.stderr
+    cells = ["2026-09-14T09:01:00Z", "invoice:INV-1|balance", "conflict", "-", "escalate"]
+    expected = "\t".join([*cells, "conflict for the test"]) + "\n"
+    assert expected == result.stdout
+
+
+async def test_decisions_refuses_a_missing_topic_and_bad_filters(kafka_bootstrap: str) -> None:
+    """A prefix without topics is a runtime failure (1); an unknown outcome is bad usage (2)."""
+    missing = await _claimwatch(
+        "decisions", "--bootstrap", kafka_bootstrap, "--topic-prefix", f"none-{uuid.uuid4().hex}."
+    )
+    bad = await _claimwatch("decisions", "--bootstrap", kafka_bootstrap, "--outcome", "maybe")
+
+    assert (1, 2) == (missing.returncode, bad.returncode)
+    assert "does not exist" in missing.stderr
+
+
+DECISION_LINE = re.compile(
+    r"^\d\d:\d\d:\d\d +invoice:INV-\d+ (payment_status|balance) +"
+    r"(resolved|conflict|insufficient|rejected) ",
+    re.MULTILINE,
+)
+
+
+async def test_demo_runs_for_its_duration_prints_decisions_and_stops_its_worker(
+    kafka_bootstrap: str, prefix: str, tmp_path: Path
+) -> None:
+    """`python -m streams.demo --duration 20` prints live decisions, exits 0, leaves no worker."""
+    args = [sys.executable, "-m", "streams.demo", "--policy", str(POLICY), "--duration", "20"]
+    args += ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
+    args += ["--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
+
+    result = await asyncio.to_thread(_run, *args, timeout=300)
+
+    assert 0 == result.returncode, result.stdout + result.stderr
+    assert DECISION_LINE.search(result.stdout), result.stdout
+    worker = re.search(r"worker pid (\d+)", result.stdout)
+    assert worker is not None, result.stdout
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(worker.group(1)), 0)
