@@ -8,7 +8,7 @@ POLICY ?= examples/policy.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install run demo-offline test test-unit lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
+.PHONY: help install tools run demo-offline test test-unit lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -27,10 +27,15 @@ run: $(STAMP) kafka-up ## start the worker on the local broker with the live dem
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
 
-test: $(STAMP) kafka-up ## run the whole test suite (unit + real-broker integration)
+tools: ## promtool and amtool (Debian's prometheus packages) for the monitoring tests
+	@command -v promtool >/dev/null && command -v amtool >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends prometheus prometheus-alertmanager >/dev/null; }
+
+test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker integration)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-unit: $(STAMP) ## run only the tests that need no broker
+test-unit: $(STAMP) tools ## run only the tests that need no broker
 	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff

@@ -56,6 +56,53 @@ class Metrics:
             "1 once the worker has finished recovery",
             registry=r,
         )
+        self.alerts_firing = Gauge(
+            "claimwatch_alerts_firing",
+            "1 while an alert of the worker's detectors fires",
+            ["kind", "field", "source"],
+            registry=r,
+        )
+        self.source_status = Gauge(
+            "claimwatch_source_status",
+            "1 for the current status of a source on a field",
+            ["source", "field", "status"],
+            registry=r,
+        )
+        self.source_lag = Gauge(
+            "claimwatch_source_lag_seconds",
+            "Recent lag of a source behind the field's owner",
+            ["source", "field"],
+            registry=r,
+        )
+        self.source_dissent = Gauge(
+            "claimwatch_source_dissent_ratio",
+            "Share of a source's claims outranked by another value",
+            ["source", "field"],
+            registry=r,
+        )
+        self._initialize(policy)
+
+    def _initialize(self, policy: CompiledPolicy) -> None:
+        """Create every bounded series at zero so dashboards and rules see them from the start."""
+        fields = [*sorted(self._fields), "other"]
+        for field in fields:
+            for outcome in ("resolved", "conflict", "insufficient", "rejected"):
+                self.decisions.labels(field, outcome)
+            for kind in ("value", "existence"):
+                self.conflicts.labels(field, kind)
+            self.alerts_firing.labels("conflict_spike", field, "other")
+        for reason in DLQ_REASONS:
+            self.dead_letters.labels(reason)
+        for field in sorted(self._fields):
+            owner = policy.rule(field).owner
+            for source in sorted(self._sources):
+                if owner is not None and source == owner:
+                    continue
+                self.source_status.labels(source, field, "ok").set(1)
+                for status in ("lagging", "stalled", "silent"):
+                    self.source_status.labels(source, field, status).set(0)
+                self.source_lag.labels(source, field)
+                self.source_dissent.labels(source, field)
 
     def field(self, name: str) -> str:
         """The label value of a field: its name when the policy knows it, else `other`."""
@@ -67,6 +114,20 @@ class Metrics:
             return name
         base = name.split("@", 1)[0]
         return base if base in self._sources else "other"
+
+
+#: The bounded label values of DLQ reasons.
+DLQ_REASONS = (
+    "not_json",
+    "too_large",
+    "missing_key",
+    "bad_key",
+    "duplicate_id",
+    "ahead_of_clock",
+    "expired",
+    "contract",
+    "other",
+)
 
 
 def dlq_reason_label(reason: str) -> str:
