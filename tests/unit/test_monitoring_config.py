@@ -27,19 +27,19 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_rules_are_valid() -> None:
-    """promtool accepts the alerting rules."""
+    """The alerting rules pass `promtool check rules`."""
     result = run(tool("promtool"), "check", "rules", "rules.yml")
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
 def test_rules_unit_tests_pass() -> None:
-    """promtool test rules: every rule fires and clears when its unit tests say it should."""
+    """Rule unit tests (promtool): every rule fires and clears when its unit tests say it should."""
     result = run(tool("promtool"), "test", "rules", "rules_test.yml")
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
 def test_alertmanager_config_is_valid() -> None:
-    """amtool accepts the Alertmanager configuration."""
+    """The Alertmanager configuration passes `amtool check-config`."""
     result = run(tool("amtool"), "check-config", "../alertmanager/alertmanager.yml")
     assert 0 == result.returncode, result.stdout + result.stderr
 
