@@ -9,6 +9,7 @@ from typing import Final
 
 from pydantic import BaseModel
 
+from schemas.alert import AlertRecord
 from schemas.claim import ClaimEnvelope
 from schemas.decision import DecisionRecord
 from schemas.policy import Policy
@@ -18,6 +19,7 @@ MODELS: Final[dict[str, type[BaseModel]]] = {
     "claim": ClaimEnvelope,
     "policy": Policy,
     "decision": DecisionRecord,
+    "alert": AlertRecord,
 }
 
 

@@ -144,6 +144,16 @@ class ConflictSpikeAlert(_Strict):
     min_count: int = Field(default=5, ge=1)
     alpha: float = Field(default=0.001, gt=0, lt=1)
     resolve_after: int = Field(default=3, ge=1)
+    baseline_half_life: Duration = Field(
+        default=30 * 60 * 1_000_000,
+        description="half-life of the exponentially weighted conflict rate per decision",
+    )
+    baseline_floor: float = Field(
+        default=0.01,
+        gt=0,
+        lt=1,
+        description="lowest conflict rate per decision the expected count assumes",
+    )
 
 
 class ReplicaLagAlert(_Strict):
@@ -151,6 +161,11 @@ class ReplicaLagAlert(_Strict):
 
     evaluation: Duration = 5 * 60 * 1_000_000
     min_samples: int = Field(default=5, ge=1)
+    silent_min_decisions: int = Field(
+        default=20,
+        ge=1,
+        description="decisions of the field since a source's last claim before it counts as silent",
+    )
 
 
 class Alerts(_Strict):

@@ -9,21 +9,36 @@ import faust
 from aiohttp import web as aioweb
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from streams.alerting import AlertRuntime
 from streams.app import Pipeline
-from streams.codec import loads
+from streams.codec import dumps, loads
 from streams.metrics import Metrics, dlq_reason_label
 from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
 
 
-def install(pipe: Pipeline, runtime: Runtime, metrics: Metrics) -> None:
-    """Register the claims agent, the tick timer and the HTTP pages on the app."""
+def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: Metrics) -> None:
+    """Register the claims and alerts agents, the tick timer and the HTTP pages on the app."""
     app = pipe.app
     topics = {
         pipe.names.claims: pipe.claims,
         pipe.names.decisions: pipe.decisions,
         pipe.names.conflicts: pipe.conflicts,
         pipe.names.dlq: pipe.dlq,
+        pipe.names.alerts_input: pipe.alerts_input,
     }
+
+    @app.agent(pipe.alerts_input, concurrency=1)
+    async def detect(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            batch = alerting.handle(event.message.partition, event.value)
+            for alert in batch.alerts:
+                key = str(alert.get("field", "")).encode()
+                await pipe.alerts.send(key=key, value=dumps(alert))
+                metrics.observe_alert(alert)
+            for fig in batch.figures:
+                metrics.observe_source(
+                    fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
+                )
 
     @app.agent(pipe.claims, concurrency=1)
     async def process_claims(stream: faust.StreamT[bytes]) -> None:
@@ -48,10 +63,12 @@ def install(pipe: Pipeline, runtime: Runtime, metrics: Metrics) -> None:
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in revoked if tp.topic == pipe.names.claims})
+        alerting.forget()
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in assigned if tp.topic == pipe.names.claims})
+        alerting.forget()
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:

@@ -25,6 +25,8 @@ class Pipeline:
     alerts: Any
     facts: Any
     resolutions: Any
+    alerts_input: Any
+    detectors: Any
 
 
 def _credentials(security: dict[str, Any]) -> Any:
@@ -95,6 +97,16 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         partitions=settings.partitions,
         changelog_topic=resolutions_topic,
     )
+    alerts_input = raw_topic(names.alerts_input, internal=True)
+    detectors_changelog = raw_topic(
+        f"{names.prefix}{settings.app_id}.detectors-changelog", compacting=True, internal=True
+    )
+    detectors = app.Table(
+        "detectors",
+        schema=raw,
+        partitions=settings.partitions,
+        changelog_topic=detectors_changelog,
+    )
     return Pipeline(
         app=app,
         settings=settings,
@@ -113,4 +125,6 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         ),
         facts=facts,
         resolutions=resolutions,
+        alerts_input=alerts_input,
+        detectors=detectors,
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from streams.core.policy import CompiledPolicy
@@ -80,6 +83,7 @@ class Metrics:
             ["source", "field"],
             registry=r,
         )
+        self._firing: dict[str, str] = {}
         self._initialize(policy)
 
     def _initialize(self, policy: CompiledPolicy) -> None:
@@ -103,6 +107,39 @@ class Metrics:
                     self.source_status.labels(source, field, status).set(0)
                 self.source_lag.labels(source, field)
                 self.source_dissent.labels(source, field)
+
+    def observe_alert(self, alert: Mapping[str, Any]) -> None:
+        """Reflect one detector alert in the gauges the paging rules read."""
+        field = self.field(str(alert.get("field", "")))
+        if alert.get("kind") == "conflict_spike":
+            top = [s["source"] for s in alert.get("sources", [])[:1]]
+            source = self.source(top[0]) if top else "other"
+            if alert.get("status") == "firing":
+                self._firing[field] = source
+                self.alerts_firing.labels("conflict_spike", field, source).set(1)
+            else:
+                self.alerts_firing.labels(
+                    "conflict_spike", field, self._firing.pop(field, source)
+                ).set(0)
+            return
+        self.observe_source(field, str(alert.get("source", "")), str(alert.get("status", "ok")))
+
+    def observe_source(
+        self,
+        field: str,
+        source: str,
+        status: str,
+        lag: float | None = None,
+        dissent: float | None = None,
+    ) -> None:
+        """The current status (one-hot), lag and dissent ratio of a source on a field."""
+        field, label = self.field(field), self.source(source)
+        for each in ("ok", "lagging", "stalled", "silent"):
+            self.source_status.labels(label, field, each).set(1 if each == status else 0)
+        if lag is not None:
+            self.source_lag.labels(label, field).set(lag)
+        if dissent is not None:
+            self.source_dissent.labels(label, field).set(dissent)
 
     def field(self, name: str) -> str:
         """The label value of a field: its name when the policy knows it, else `other`."""

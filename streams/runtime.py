@@ -172,6 +172,13 @@ class Runtime:
         if at is not None:
             step = proc.on_tick(at)
             out.events.append("tick")
+            if proc.clock_us is not None:
+                # the detectors of this partition's fields move on with the partition clock
+                out.sends.append(
+                    Outgoing(
+                        self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition
+                    )
+                )
         else:
             try:
                 claim = decode_claim(value)
@@ -230,6 +237,9 @@ class Runtime:
             body = dumps(record)
             out.decided.append(decided)
             out.sends.append(Outgoing(self.names.decisions, key, body, partition))
+            field = str(record["field"]).encode()
+            home = partition_for(field, self.partitions)
+            out.sends.append(Outgoing(self.names.alerts_input, field, body, home))
             out.resolutions.append((key, body))
             change = conflict_change(decided)
             if change is not None:

@@ -41,12 +41,24 @@ class TopicNames:
         return f"{self.prefix}alerts"
 
     @property
+    def alerts_input(self) -> str:
+        """Decisions re-keyed by field, and partition clocks, for the alert detectors."""
+        return f"{self.prefix}alerts.input"
+
+    @property
     def dlq(self) -> str:
         return f"{self.prefix}claims.dlq"
 
     def per_fact(self) -> list[str]:
         """Topics keyed by fact key, with the claims topic's partition count."""
-        return [self.claims, self.decisions, self.resolutions, self.conflicts, self.dlq]
+        return [
+            self.claims,
+            self.decisions,
+            self.resolutions,
+            self.conflicts,
+            self.dlq,
+            self.alerts_input,
+        ]
 
     def configs(self) -> dict[str, dict[str, str]]:
         """Topic-level settings that differ from the broker's defaults."""

@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from streams.agents import install
+from streams.alerting import AlertRuntime
 from streams.app import build_app
 from streams.metrics import Metrics
 from streams.policy_file import load_policy
@@ -21,7 +22,8 @@ def run_worker(settings: WorkerSettings) -> None:
     asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
     pipe = build_app(settings)
     runtime = Runtime(policy, names, settings.partitions, pipe.facts)
-    install(pipe, runtime, Metrics(policy))
+    alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
+    install(pipe, runtime, alerting, Metrics(policy))
     from faust import Worker
 
     logging.getLogger("faust").setLevel(settings.log_level.upper())

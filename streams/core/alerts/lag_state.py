@@ -1,0 +1,207 @@
+"""The replica-lag detector's state per field, as plain values that convert to and from JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, Final
+
+from streams.core.alerts.shape import Alert
+from streams.core.alerts.stats import median
+
+#: Recent samples kept per source for the lag figures.
+KEEP_SAMPLES: Final = 20
+
+
+@dataclass(slots=True)
+class OwnerValue:
+    """A value the owner claimed for a fact: its first (`since`) and latest (`last`) claim.
+
+    `change` is false for the first value seen of a fact (when it changed is unknown, so it
+    gives no lag sample). `caught` lists the sources that have claimed it since; `behind`
+    holds, per source not yet caught, the longest it was seen serving an older value.
+    """
+
+    status: str
+    value: Any
+    since: int
+    last: int
+    change: bool
+    caught: list[str] = dc_field(default_factory=list)
+    behind: dict[str, int] = dc_field(default_factory=dict)
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "value": self.value,
+            "since": self.since,
+            "last": self.last,
+            "change": self.change,
+            "caught": list(self.caught),
+            "behind": dict(self.behind),
+        }
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> OwnerValue:
+        return cls(
+            obj["status"],
+            obj["value"],
+            obj["since"],
+            obj["last"],
+            obj["change"],
+            list(obj["caught"]),
+            dict(obj["behind"]),
+        )
+
+
+@dataclass(slots=True)
+class FactTrack:
+    """One fact: the claim ids of its last decision and the owner's recent values (oldest first)."""
+
+    touched: int
+    ids: list[str] = dc_field(default_factory=list)
+    values: list[OwnerValue] = dc_field(default_factory=list)
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "touched": self.touched,
+            "ids": list(self.ids),
+            "values": [v.to_obj() for v in self.values],
+        }
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> FactTrack:
+        return cls(
+            obj["touched"], list(obj["ids"]), [OwnerValue.from_obj(v) for v in obj["values"]]
+        )
+
+
+@dataclass(slots=True)
+class SourceTrack:
+    """One non-primary source of the field: its status and the evidence behind it.
+
+    `samples` are recent [at, lag, low, high] lag samples (µs; high -1 when unknown);
+    `verdicts` the most recent conclusive ones as [at, 1] (above the budget) or [at, 0]
+    (within it); `behind` maps a fact to the last time the source served it a value older
+    than the budget allows; `buckets` hold [start, claims, dissent, stale] counts that
+    cover the evaluation window.
+    """
+
+    last_claim: int
+    seen_at: int
+    status: str = "ok"
+    last_catch_up: int | None = None
+    samples: list[list[int]] = dc_field(default_factory=list)
+    verdicts: list[list[int]] = dc_field(default_factory=list)
+    behind: dict[str, int] = dc_field(default_factory=dict)
+    buckets: list[list[int]] = dc_field(default_factory=list)
+
+    def catch_up(self, at: int, lag: int, low: int, high: int, budget: int, keep: int) -> None:
+        """A catch-up: the lag sample, and bounds on the true lag that the claims prove.
+
+        `low` is how long after the owner's first claim of the value the source was still
+        seen serving an older one; `high` runs from the owner's last claim of the previous
+        value to this claim (-1 when unknown). The verdict is conclusive only when the
+        bounds settle it: low above the budget, or high within it.
+        """
+        self.samples.append([at, lag, low, high])
+        del self.samples[:-KEEP_SAMPLES]
+        self.last_catch_up = at if self.last_catch_up is None else max(self.last_catch_up, at)
+        if low > budget:
+            self.verdicts.append([at, 1])
+        elif 0 <= high <= budget:
+            self.verdicts.append([at, 0])
+        else:
+            return  # nobody asked often enough to tell: inconclusive, not a guess
+        del self.verdicts[:-keep]
+
+    def tally(self, now: int, bucket_us: int, horizon: int, dissent: bool, stale: bool) -> None:
+        """Count one claim in the bucket of `now`; forget buckets that end before `horizon`."""
+        bucket = now - now % bucket_us
+        if not self.buckets or self.buckets[-1][0] != bucket:
+            self.buckets = [b for b in self.buckets if b[0] + bucket_us > horizon]
+            self.buckets.append([bucket, 0, 0, 0])
+        counts = self.buckets[-1]
+        counts[1] += 1
+        counts[2] += int(dissent)
+        counts[3] += int(stale)
+
+    def figures(self, horizon: int, bucket_us: int) -> Alert:
+        """Lag figures, claim count and dissent and stale ratios for an alert."""
+        self.buckets = [b for b in self.buckets if b[0] + bucket_us > horizon]
+        claims = sum(b[1] for b in self.buckets)
+        lags = [s[1] / 1e6 for s in self.samples]
+        return {
+            "lag_seconds": {
+                "median": median(lags) if lags else None,
+                "max": max(lags) if lags else None,
+                "samples": len(lags),
+                "over_budget": sum(v for _, v in self.verdicts),
+                "behind_facts": len(self.behind),
+            },
+            "claims": claims,
+            "dissent_ratio": round(sum(b[2] for b in self.buckets) / claims, 6) if claims else 0.0,
+            "stale_ratio": round(sum(b[3] for b in self.buckets) / claims, 6) if claims else 0.0,
+        }
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "last_claim": self.last_claim,
+            "seen_at": self.seen_at,
+            "status": self.status,
+            "last_catch_up": self.last_catch_up,
+            "samples": [list(s) for s in self.samples],
+            "verdicts": [list(v) for v in self.verdicts],
+            "behind": dict(self.behind),
+            "buckets": [list(b) for b in self.buckets],
+        }
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> SourceTrack:
+        return cls(
+            last_claim=obj["last_claim"],
+            seen_at=obj["seen_at"],
+            status=obj["status"],
+            last_catch_up=obj["last_catch_up"],
+            samples=[list(s) for s in obj["samples"]],
+            verdicts=[list(v) for v in obj["verdicts"]],
+            behind=dict(obj["behind"]),
+            buckets=[list(b) for b in obj["buckets"]],
+        )
+
+
+@dataclass(slots=True)
+class LagState:
+    """The detector's state for one field: facts it follows and the sources it judges.
+
+    `decisions` counts the field's decisions that brought new claims (silence is judged
+    against it, so a quiet field does not make its sources look silent).
+    """
+
+    field: str
+    clock: int | None = None
+    decisions: int = 0
+    facts: dict[str, FactTrack] = dc_field(default_factory=dict)
+    sources: dict[str, SourceTrack] = dc_field(default_factory=dict)
+
+    def to_obj(self) -> dict[str, Any]:
+        """A JSON-able copy of the state (for a table or a checkpoint)."""
+        return {
+            "field": self.field,
+            "clock": self.clock,
+            "decisions": self.decisions,
+            "facts": {k: v.to_obj() for k, v in self.facts.items()},
+            "sources": {k: v.to_obj() for k, v in self.sources.items()},
+        }
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> LagState:
+        """The state back from `to_obj` output."""
+        return cls(
+            field=obj["field"],
+            clock=obj["clock"],
+            decisions=obj["decisions"],
+            facts={k: FactTrack.from_obj(v) for k, v in obj["facts"].items()},
+            sources={k: SourceTrack.from_obj(v) for k, v in obj["sources"].items()},
+        )

@@ -1,0 +1,229 @@
+"""Conflict-spike detector: per field, decisions entering `conflict` in tumbling windows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, Final
+
+from schemas.policy import ConflictSpikeAlert
+from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id
+from streams.core.alerts.stats import poisson_sf
+from streams.core.timeutil import format_rfc3339
+
+KIND: Final = "conflict_spike"
+#: Facts remembered as "in conflict" per field; the oldest are forgotten beyond it.
+MAX_IN_CONFLICT: Final = 100_000
+#: Distinct sources and pairs counted per window; the rest are counted as "other".
+MAX_KEYS: Final = 64
+#: How many sources and pairs an alert names.
+TOP: Final = 5
+
+
+@dataclass(slots=True)
+class SpikeState:
+    """The detector's state for one field: the open window, the baseline and the episode."""
+
+    field: str
+    clock: int | None = None
+    window_start: int | None = None
+    decisions: int = 0
+    entering: int = 0
+    sources: dict[str, int] = dc_field(default_factory=dict)
+    pairs: dict[str, int] = dc_field(default_factory=dict)
+    samples: list[str] = dc_field(default_factory=list)
+    in_conflict: dict[str, int] = dc_field(default_factory=dict)
+    base_conflicts: float = 0.0
+    base_decisions: float = 0.0
+    firing: bool = False
+    quiet: int = 0
+
+    def to_obj(self) -> dict[str, Any]:
+        """A JSON-able copy of the state (for a table or a checkpoint)."""
+        return {
+            "field": self.field,
+            "clock": self.clock,
+            "window_start": self.window_start,
+            "decisions": self.decisions,
+            "entering": self.entering,
+            "sources": dict(self.sources),
+            "pairs": dict(self.pairs),
+            "samples": list(self.samples),
+            "in_conflict": dict(self.in_conflict),
+            "base_conflicts": self.base_conflicts,
+            "base_decisions": self.base_decisions,
+            "firing": self.firing,
+            "quiet": self.quiet,
+        }
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> SpikeState:
+        """The state back from `to_obj` output."""
+        return cls(
+            field=obj["field"],
+            clock=obj["clock"],
+            window_start=obj["window_start"],
+            decisions=obj["decisions"],
+            entering=obj["entering"],
+            sources=dict(obj["sources"]),
+            pairs=dict(obj["pairs"]),
+            samples=list(obj["samples"]),
+            in_conflict=dict(obj["in_conflict"]),
+            base_conflicts=float(obj["base_conflicts"]),
+            base_decisions=float(obj["base_decisions"]),
+            firing=bool(obj["firing"]),
+            quiet=int(obj["quiet"]),
+        )
+
+
+class ConflictSpike:
+    """Pure state machine: feed decisions of one field in clock order, get alerts back.
+
+    `step` and `advance` update the given state in place and return it with the alerts.
+    """
+
+    def __init__(self, config: ConflictSpikeAlert | None = None) -> None:
+        self.config = config if config is not None else ConflictSpikeAlert()
+        self.window_us = self.config.window
+        windows_per_half_life = self.config.baseline_half_life / self.window_us
+        self.decay = 0.5 ** (1.0 / windows_per_half_life) if windows_per_half_life > 0 else 0.0
+
+    def initial(self, field_name: str) -> SpikeState:
+        """The state of a field with no history."""
+        return SpikeState(field=field_name)
+
+    def step(
+        self, state: SpikeState | None, decision: Mapping[str, Any], now_us: int
+    ) -> tuple[SpikeState, list[Alert]]:
+        """Count one decision at clock time `now_us` (closing the windows the clock passed)."""
+        name = str(decision["field"])
+        if state is None:
+            state = self.initial(name)
+        elif state.field != name:
+            raise ValueError(f"decision of field {name!r} fed to the state of {state.field!r}")
+        state, alerts = self.advance(state, now_us)
+        if state.window_start is None:
+            clock = state.clock if state.clock is not None else now_us
+            state.window_start = clock - clock % self.window_us
+        state.decisions += 1
+        fact = f"{decision['subject']}|{name}"
+        if decision.get("outcome") == "conflict":
+            entering = fact not in state.in_conflict
+            state.in_conflict.pop(fact, None)
+            state.in_conflict[fact] = state.clock if state.clock is not None else now_us
+            while len(state.in_conflict) > MAX_IN_CONFLICT:
+                del state.in_conflict[next(iter(state.in_conflict))]
+            if entering:
+                self._count(state, decision)
+        else:
+            state.in_conflict.pop(fact, None)
+        return state, alerts
+
+    def advance(self, state: SpikeState, now_us: int) -> tuple[SpikeState, list[Alert]]:
+        """Move the clock to `now_us`; close every window that ends at or before it."""
+        if state.clock is None or now_us > state.clock:
+            state.clock = now_us
+        clock = state.clock
+        alerts: list[Alert] = []
+        width = self.window_us
+        while state.window_start is not None and state.window_start + width <= clock:
+            alert = self._close(state)
+            if alert is not None:
+                alerts.append(alert)
+            start = state.window_start + width
+            if not state.firing and start + width <= clock:
+                # Nothing is pending: skip the empty windows at once (the baseline decays).
+                skipped = (clock - start) // width
+                state.base_conflicts *= self.decay**skipped
+                state.base_decisions *= self.decay**skipped
+                start += skipped * width
+            state.window_start = start
+        return state, alerts
+
+    # ------------------------------------------------------------------ internals
+
+    def _count(self, state: SpikeState, decision: Mapping[str, Any]) -> None:
+        state.entering += 1
+        if len(state.samples) < MAX_SAMPLE_IDS:
+            state.samples.append(str(decision.get("decision_id", "")))
+        contradicting: dict[str, set[str]] = {}
+        for claim in decision.get("claims", ()):
+            if claim.get("disposition") == "contradicting":
+                value = json.dumps([claim.get("status"), claim.get("value")], sort_keys=True)
+                contradicting.setdefault(str(claim.get("source")), set()).add(value)
+        names = sorted(contradicting)
+        for source in names:
+            _bump(state.sources, source)
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                if contradicting[first] != contradicting[second]:
+                    _bump(state.pairs, json.dumps([first, second]))
+
+    def _close(self, state: SpikeState) -> Alert | None:
+        assert state.window_start is not None
+        config = self.config
+        count, decisions = state.entering, state.decisions
+        rate = state.base_conflicts / state.base_decisions if state.base_decisions > 0 else 0.0
+        expected = max(rate, config.baseline_floor) * decisions
+        p_value = poisson_sf(count, expected)
+        hot = count >= config.min_count and p_value < config.alpha
+        status: str | None = None
+        if hot:
+            state.quiet = 0
+            if not state.firing:
+                state.firing, status = True, "firing"
+        elif state.firing:
+            state.quiet += 1
+            if state.quiet >= config.resolve_after:
+                state.firing, state.quiet, status = False, 0, "resolved"
+        alert = None
+        if status is not None:
+            alert = self._alert(state, status, count, decisions, expected, p_value)
+        if not hot:  # a spike does not teach the baseline that spikes are normal
+            state.base_conflicts = state.base_conflicts * self.decay + count
+            state.base_decisions = state.base_decisions * self.decay + decisions
+        state.decisions = state.entering = 0
+        state.sources, state.pairs, state.samples = {}, {}, []
+        return alert
+
+    def _alert(
+        self,
+        state: SpikeState,
+        status: str,
+        count: int,
+        decisions: int,
+        expected: float,
+        p_value: float,
+    ) -> Alert:
+        assert state.window_start is not None
+        start = format_rfc3339(state.window_start)
+        return {
+            "alert_id": alert_id(KIND, state.field, status, start),
+            "kind": KIND,
+            "status": status,
+            "field": state.field,
+            "window_start": start,
+            "window_end": format_rfc3339(state.window_start + self.window_us),
+            "count": count,
+            "decisions": decisions,
+            "expected": round(expected, 6),
+            "p_value": p_value,
+            "sources": [{"source": k, "count": n} for k, n in _top(state.sources)],
+            "source_pairs": [
+                {"sources": [k] if k == "other" else json.loads(k), "count": n}
+                for k, n in _top(state.pairs)
+            ],
+            "sample_decision_ids": list(state.samples),
+        }
+
+
+def _bump(counts: dict[str, int], key: str) -> None:
+    if key not in counts and len(counts) >= MAX_KEYS:
+        key = "other"
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _top(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
