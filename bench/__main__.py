@@ -30,15 +30,61 @@ def core(facts: int, per_fact: int) -> dict[str, object]:
     return {"fast": fast, "baseline": base, "speedup": ratio, "state": state_size.measure()}
 
 
+def pipeline() -> dict[str, object]:
+    """Issue 3: one worker end to end vs an aiokafka passthrough; latency; peak memory."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.pipeline_bench"],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def replay(facts: int, per_fact: int) -> dict[str, object]:
+    """Issue 5: replay of the core workload file vs resolve; of a topic vs a plain read."""
+    from bench import replay_bench
+
+    path = write(Path(f".cache/bench/claims-{facts}x{per_fact}.jsonl"), facts, per_fact)
+    return replay_bench.run(path)
+
+
 def main() -> int:
     """Run the benchmarks named in CLAIMWATCH_BENCH (default: all) and write bench/out/."""
     facts = int(os.environ.get("CLAIMWATCH_BENCH_FACTS", "100000"))
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
+    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,pipeline,replay,text,argue")
+    chosen = {name.strip() for name in wanted.split(",") if name.strip()}
+    unknown = chosen - {"core", "pipeline", "replay", "text", "argue"}
+    if unknown:
+        print(f"CLAIMWATCH_BENCH: unknown benchmark(s) {', '.join(sorted(unknown))}")
+        return 2
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict[str, object] = {}
-    print(f"core: resolving {facts * per_fact:,} claims over {facts:,} facts ...", flush=True)
-    results["core"] = figures = core(facts, per_fact)
-    print(json.dumps(figures, indent=2), flush=True)
+    if "core" in chosen:
+        print(f"core: resolving {facts * per_fact:,} claims over {facts:,} facts ...", flush=True)
+        results["core"] = figures = core(facts, per_fact)
+        print(json.dumps(figures, indent=2), flush=True)
+    if "pipeline" in chosen:
+        print("pipeline: one worker vs an aiokafka passthrough on the broker ...", flush=True)
+        results["pipeline"] = figures = pipeline()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "replay" in chosen:
+        print(f"replay: {facts * per_fact:,} claims from a file, and from a topic ...", flush=True)
+        results["replay"] = figures = replay(facts, per_fact)
+        print(json.dumps(figures, indent=2), flush=True)
+    if "text" in chosen:
+        from bench import text_bench
+
+        print("text: the passage comparator over the peer suite, >= 100,000 pairs ...", flush=True)
+        results["text"] = figures = text_bench.run(min_pairs=100_000)
+        print(json.dumps(figures, indent=2), flush=True)
+    if "argue" in chosen:
+        from bench import argue_bench
+
+        print("argue: grounded and preferred extensions vs the reference ...", flush=True)
+        results["argue"] = figures = argue_bench.run()
+        print(json.dumps(figures, indent=2), flush=True)
     (OUT / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

@@ -13,6 +13,7 @@ from schemas.alert import AlertRecord
 from schemas.claim import ClaimEnvelope
 from schemas.decision import DecisionRecord
 from schemas.policy import Policy
+from schemas.verdict import VerdictDecision, VerdictSignal
 
 OUT_DIR: Final = Path(__file__).parent / "json"
 MODELS: Final[dict[str, type[BaseModel]]] = {
@@ -20,6 +21,8 @@ MODELS: Final[dict[str, type[BaseModel]]] = {
     "policy": Policy,
     "decision": DecisionRecord,
     "alert": AlertRecord,
+    "verdict_signal": VerdictSignal,
+    "verdict_decision": VerdictDecision,
 }
 
 

@@ -188,6 +188,44 @@ class SigningKey(_Strict):
         return self
 
 
+class AttackRule(_Strict):
+    """Arguments of one kind attack arguments of another (SPEC section 10)."""
+
+    attacker_kind: str = Field(min_length=1)
+    attacked_kind: str = Field(min_length=1)
+    type: Literal["rebut", "undercut", "undermine"]
+
+
+class Argumentation(_Strict):
+    """Policy verdicts: attack rules, the checks a request waits for, timeout and semantics."""
+
+    attack_rules: list[AttackRule] = Field(default_factory=list)
+    expected_checks: list[str] | dict[str, list[str]] = Field(
+        default_factory=list,
+        description="check names every request waits for, or per request type ('*' for others)",
+    )
+    timeout: Duration = Field(
+        default=10 * 1_000_000,
+        gt=0,
+        description="after this long on the event clock a request missing checks is undecided",
+    )
+    semantics: Literal["grounded", "complete", "preferred", "stable"] = "grounded"
+    remember: Duration = Field(
+        default=10 * 60 * 1_000_000,
+        description="how long a decided request id is kept, so late signals are dropped",
+    )
+
+    @model_validator(mode="after")
+    def _one_rule_per_pair(self) -> Argumentation:
+        seen: set[tuple[str, str]] = set()
+        for rule in self.attack_rules:
+            pair = (rule.attacker_kind, rule.attacked_kind)
+            if pair in seen:
+                raise ValueError(f"two attack rules for {pair[0]} -> {pair[1]}: keep one")
+            seen.add(pair)
+        return self
+
+
 class Policy(_Strict):
     """A whole, versioned policy file."""
 
@@ -197,6 +235,7 @@ class Policy(_Strict):
     fields: dict[str, FieldPolicy] = Field(default_factory=dict)
     alerts: Alerts = Field(default_factory=Alerts)
     signing: dict[str, SigningKey] = Field(default_factory=dict)
+    argumentation: Argumentation = Field(default_factory=Argumentation)
 
 
 def _check_currency(code: str) -> None:

@@ -45,7 +45,10 @@ def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: M
         async for event in stream.events():
             message = event.message
             started = time.perf_counter()
-            handled = runtime.handle(message.partition, message.offset, message.key, event.value)
+            stamp = int(message.timestamp * 1000) * 1000 if message.timestamp else None
+            handled = runtime.handle(
+                message.partition, message.offset, message.key, event.value, stamp
+            )
             for key, body in handled.resolutions:
                 pipe.resolutions[key] = body
             for out in handled.sends:
@@ -59,6 +62,16 @@ def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: M
         for tp in app.assignor.assigned_actives():
             if tp.topic == pipe.names.claims:
                 await pipe.claims.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+
+    @pipe.facts.on_recover
+    async def on_facts_recovered() -> None:
+        # processors made before the table finished recovering hold an incomplete deadline
+        # index: drop them, they are rebuilt from the recovered table on the next record
+        runtime.forget()
+
+    @pipe.detectors.on_recover
+    async def on_detectors_recovered() -> None:
+        alerting.forget()
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:

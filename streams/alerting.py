@@ -2,7 +2,11 @@
 
 Decisions are re-keyed by field into `<prefix>alerts.input`, so one partition sees every
 decision of a field whatever claims partition decided it; the claims agent forwards its
-partition clock there as tick records. No Faust here: the agent hands in records and a
+partition clock there as tick records. A field's detector state is written to the table
+once per tick (about once a second), not on every decision: after a crash the detectors
+may have missed up to a second of decisions, which moves a statistical alert very little
+and keeps the changelog from carrying the whole state on every decision. No Faust here: the
+agent hands in records and a
 table, and sends what comes back.
 """
 
@@ -53,6 +57,7 @@ class AlertRuntime:
         self.partitions = partitions
         self.table = table
         self._fields: dict[int, set[str]] = {}
+        self._states: dict[str, tuple[SpikeState, LagState]] = {}
 
     def home(self, field: str) -> int:
         """The alerts-input partition of a field."""
@@ -66,17 +71,26 @@ class AlertRuntime:
         return fields
 
     def forget(self) -> None:
-        """After a rebalance the field index is rebuilt from the table."""
+        """After a rebalance the field index and the states are reloaded from the table."""
         self._fields.clear()
+        self._states.clear()
 
     def _load(self, field: str) -> tuple[SpikeState | None, LagState | None]:
+        cached = self._states.get(field)
+        if cached is not None:
+            return cached
         raw = self.table.get(field.encode())
         if raw is None:
             return None, None
         obj = loads(raw)
         return SpikeState.from_obj(obj["spike"]), LagState.from_obj(obj["lag"])
 
+    def _keep(self, field: str, spike: SpikeState, lag: LagState) -> None:
+        """Hold the state in memory; it reaches the table (and its changelog) on the tick."""
+        self._states[field] = (spike, lag)
+
     def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:
+        self._states[field] = (spike, lag)
         self.table[field.encode()] = dumps({"spike": spike.to_obj(), "lag": lag.to_obj()})
 
     def handle(self, partition: int, value: bytes) -> AlertBatch:
@@ -90,7 +104,7 @@ class AlertRuntime:
         spike_state, lag_state = self._load(field)
         spike_state, alerts = self.spike.step(spike_state, decision, now)
         lag_state, more = self.lag.step(lag_state, decision, now)
-        self._store(field, spike_state, lag_state)
+        self._keep(field, spike_state, lag_state)
         self._known(partition).add(field)
         return AlertBatch(alerts + more)
 

@@ -82,6 +82,29 @@ def resolve(
         raise typer.Exit(1)
 
 
+@app.command("compare-text")
+def compare_text(
+    file: Annotated[
+        str, typer.Argument(help='JSON lines {"left": ..., "right": ...}; - or nothing for stdin')
+    ] = "-",
+) -> None:
+    """Compare text passages: one verdict (conflict, rule, detail, duplicate) per input line."""
+    import contextlib
+
+    from streams.text_cmd import compare_stream
+
+    with contextlib.ExitStack() as stack:
+        try:
+            handle = sys.stdin.buffer if file == "-" else stack.enter_context(open(file, "rb"))
+        except OSError as exc:
+            _fail(f"{file}: cannot read: {exc.strerror or exc}", 2)
+        errors = compare_stream(handle, sys.stdout.buffer, "<stdin>" if file == "-" else file)
+    for error in errors:
+        typer.echo(f"claimwatch: {error}", err=True)
+    if errors:
+        raise typer.Exit(1)
+
+
 @app.command()
 def worker(
     policy: PolicyOption,
@@ -228,6 +251,82 @@ def decisions(
     if mode == "table":
         repeats = f"; {tail.repeats} repeated id(s) dropped" if tail.repeats else ""
         typer.echo(f"{printer.count} decision(s){repeats}", err=True)
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[
+        str, typer.Option(help="clean, conflict-spike, replica-lag, silent-source or mixed")
+    ],
+    seed: Annotated[int, typer.Option(help="random seed; the same seed gives the same stream")] = 0,
+    duration: Annotated[
+        str | None, typer.Option(help="stream length, e.g. 30m or 6h (default per scenario)")
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(help="ground-truth JSON (default: NAME.truth.json beside stdout's file)"),
+    ] = None,
+) -> None:
+    """Write a simulated claim stream (JSON lines, observed_at order) with injected incidents."""
+    from schemas.durations import parse_duration
+    from streams import simulate as sim
+
+    if scenario not in sim.SCENARIOS:
+        _fail(f"--scenario: {scenario!r} is not one of {', '.join(sim.SCENARIOS)}", 2)
+    try:
+        duration_us = parse_duration(duration) if duration is not None else None
+    except ValueError as exc:
+        _fail(f"--duration: {exc}", 2)
+    if duration_us is not None and duration_us <= 0:
+        _fail("--duration: must be positive", 2)
+    claims, ground_truth = sim.simulate(scenario, seed, duration_us)
+    sim.write_claims(claims, sys.stdout.buffer)
+    target = truth if truth is not None else sim.truth_path_for()
+    if target is None:
+        typer.echo("claimwatch: no ground truth written (stdout is no file; use --truth)", err=True)
+        return
+    try:
+        sim.write_truth(ground_truth, target)
+    except OSError as exc:
+        _fail(f"{target}: cannot write: {exc.strerror or exc}", 1)
+
+
+@app.command()
+def argue(
+    file: Annotated[str, typer.Argument(help="framework file, ICCMA 2023 or apx; - for stdin")],
+    semantics: Annotated[
+        str, typer.Option(help="grounded, complete, preferred or stable")
+    ] = "grounded",
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="i23 or apx (default: from the file)")
+    ] = None,
+) -> None:
+    """Print the extensions of an argumentation framework as JSON: sorted lists of names."""
+    import json
+
+    from streams.argue_io import FORMATS, ArgueFormatError, read_framework
+    from streams.core.argue import Semantics, named_extensions
+
+    if semantics not in {s.value for s in Semantics}:
+        _fail(
+            f"--semantics: {semantics!r} is not one of {', '.join(s.value for s in Semantics)}", 2
+        )
+    if fmt is not None and fmt not in FORMATS:
+        _fail(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}", 2)
+    name = "<stdin>" if file == "-" else file
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}", 2)
+    try:
+        framework = read_framework(text, name, fmt)
+    except ArgueFormatError as exc:
+        _fail(str(exc), 2)
+    try:
+        found = named_extensions(framework, semantics)
+    except (MemoryError, RecursionError) as exc:
+        _fail(f"{name}: {semantics} extensions: {type(exc).__name__}", 1)
+    typer.echo(json.dumps(found, ensure_ascii=False))
 
 
 def _moment(flag: str, raw: str | None) -> int | None:

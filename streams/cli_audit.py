@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from pathlib import Path
 from typing import IO, Annotated
 
 import orjson
 import typer
+from aiokafka.errors import KafkaError
 from rich.console import Console
 
 from streams.codec import dumps_line
@@ -66,6 +68,9 @@ def replay(
     checkpoint: Annotated[Path | None, typer.Option(help="resume a topic replay")] = None,
 ) -> None:
     """Re-decide a claim stream under a policy, on the partition clock, and diff it."""
+    # aiokafka logs transient metadata errors (an output topic being auto-created) at ERROR;
+    # real failures raise and are reported below as one line with exit 1
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         compiled = load_policy(policy)
     except PolicyError as exc:
@@ -80,6 +85,11 @@ def replay(
             raise _fail(str(exc), 2) from None
     if checkpoint is not None and out == "-":
         raise _fail("--checkpoint needs --out FILE (the output is resumed too)", 2)
+    if input is not None:
+        try:
+            input.open("rb").close()
+        except OSError as exc:
+            raise _fail(f"{input}: cannot read: {exc.strerror or exc}", 2) from None
     req = ReplayRequest(
         policy=compiled,
         input=input,
@@ -95,6 +105,18 @@ def replay(
         checkpoint=checkpoint,
         live_prefix=prefix,
     )
+    try:
+        refused = _run_replay(req)
+    except (KafkaError, RuntimeError) as exc:  # RuntimeError: the claims topic does not exist
+        raise _fail(str(exc) or type(exc).__name__, 1) from None
+    if refused:
+        raise typer.Exit(1)
+
+
+def _run_replay(req: ReplayRequest) -> bool:
+    """Replay, write the outputs and the diff; True when input lines were refused."""
+    input, checkpoint, to_topic = req.input, req.checkpoint, req.to_topic
+    bootstrap, diff_against, changes = req.bootstrap, req.diff_against, req.changes
     sink: IO[bytes]
     if req.out is None:
         sink = sys.stdout.buffer
@@ -123,8 +145,7 @@ def replay(
             with changes.open("wb") as handle:
                 for change in report.changes:
                     handle.write(dumps_line(change))
-    if result.errors:
-        raise typer.Exit(1)
+    return bool(result.errors)
 
 
 def explain(

@@ -31,6 +31,11 @@ def _fate(claim: Mapping[str, Any], winner: Mapping[str, Any] | None) -> str:
     if disposition == "outranked":
         if not claim.get("dissent"):
             return "was outranked by a stronger class (no fall-through to weaker sources)"
+        if winner is None:  # nothing was decided: only its own lineage can have outranked it
+            return (
+                f"was outranked within its lineage ({claim.get('lineage')}): it disagrees "
+                "with a stronger claim from the same upstream"
+            )
         against = f" than {winner['source']}" if winner else ""
         when = f"; it is older{against} (a lagging copy?)" if claim.get("temporal") else ""
         return f"was outranked and dissents from the decided value{when}"
@@ -69,7 +74,7 @@ def explain(record: Mapping[str, Any]) -> str:
     for claim in claims:
         lines.append(
             f"  - {claim['source']} ({claim['authority']}) said {_value(claim)} at "
-            f"{claim.get('observed_at')}: {_fate(claim, winner)}."
+            f"{claim.get('observed_at') or 'an unknown time'}: {_fate(claim, winner)}."
         )
     action = {
         "proceed": "proceed: the agent may act on this value",

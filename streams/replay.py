@@ -44,7 +44,12 @@ class Replayer:
                 self.on_decision(decided.record)
 
     def feed_line(self, raw: bytes, source: str, number: int) -> None:
-        """One JSON line of a claims file; its claims alone drive the clock (no ticks)."""
+        """One JSON line of a claims file; its claims alone drive the clock (no ticks).
+
+        A file has no tick records and no record timestamps, so each claim's own
+        `observed_at` stands for its arrival (see Runtime.handle_claim). Without that, a quiet
+        gap longer than `clock_skew` would leave every later claim "ahead of the clock".
+        """
         self.result.records += 1
         if not raw.strip():
             return
@@ -54,12 +59,21 @@ class Replayer:
             self.result.errors.append(LineError(source, number, "claim", str(exc)))
             return
         home = partition_for(claim.fact_key.encode(), self.partitions)
-        self._collect(self.runtime.handle_claim(home, number, claim, raw))
+        self._collect(
+            self.runtime.handle_claim(home, number, claim, raw, arrival_us=claim.observed_us)
+        )
 
-    def feed_record(self, partition: int, offset: int, key: bytes | None, value: bytes) -> None:
+    def feed_record(
+        self,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes,
+        timestamp_us: int | None = None,
+    ) -> None:
         """One record of the claims topic (ticks and misrouted copies as the worker saw them)."""
         self.result.records += 1
-        self._collect(self.runtime.handle(partition, offset, key, value))
+        self._collect(self.runtime.handle(partition, offset, key, value, timestamp_us))
 
     def finish_partition(self, partition: int) -> None:
         """A topic partition has been read to its end offset: close its open windows."""
@@ -120,8 +134,8 @@ async def topic_range(
 
 async def read_range(
     consumer: Any, span: TopicRange, resume: dict[int, int] | None = None
-) -> AsyncIterator[tuple[int, int, bytes | None, bytes]]:
-    """Yield (partition, offset, key, value) partition by partition, in offset order."""
+) -> AsyncIterator[tuple[int, int, bytes | None, bytes, int]]:
+    """Yield (partition, offset, key, value, timestamp in µs) per partition, in offset order."""
     from aiokafka import TopicPartition
 
     for partition in sorted(span.end):
@@ -139,7 +153,11 @@ async def read_range(
                     position = stop
                     break
                 position = message.offset + 1
-                yield partition, message.offset, message.key, message.value or b""
+                stamp = int(message.timestamp) * 1000
+                yield partition, message.offset, message.key, message.value or b"", stamp
+            # transaction markers (and aborted records) take offsets but are never returned:
+            # the consumer's position moves past them, so follow it or the range never ends
+            position = max(position, min(stop, await consumer.position(tp)))
 
 
 def facts_last(decisions: Iterable[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:

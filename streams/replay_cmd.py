@@ -93,8 +93,8 @@ async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
         isolation_level="read_committed",
         **client_security(),
     )
-    await consumer.start()
-    try:
+    try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
+        await consumer.start()
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
         partitions = len(span.end)
@@ -105,13 +105,13 @@ async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
         advance, stop = _progress(remaining, req.topic)
         current: int | None = None
         try:
-            async for partition, offset, key, value in read_range(
+            async for partition, offset, key, value, stamp in read_range(
                 consumer, span, {p: span.end[p] for p in done}
             ):
                 if current is not None and partition != current:
                     _partition_done(req, replayer, current, done, sink)
                 current = partition
-                replayer.feed_record(partition, offset, key, value)
+                replayer.feed_record(partition, offset, key, value, stamp)
                 advance(1)
             if current is not None:
                 _partition_done(req, replayer, current, done, sink)
@@ -170,11 +170,11 @@ async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]
         isolation_level="read_committed",
         **client_security(),
     )
-    await consumer.start()
-    try:
+    try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
+        await consumer.start()
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, topic, None, None)
-        return [orjson.loads(value) async for _p, _o, _k, value in read_range(consumer, span)]
+        return [orjson.loads(rec[3]) async for rec in read_range(consumer, span)]
     finally:
         await consumer.stop()
 
@@ -186,8 +186,8 @@ async def write_topic(topic: str, decisions: list[dict[str, Any]], bootstrap: st
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap or env_bootstrap(), acks="all", **client_security()
     )
-    await producer.start()
     try:
+        await producer.start()
         for record in decisions:
             key = f"{record['subject']}|{record['field']}".encode()
             await producer.send(topic, key=key, value=orjson.dumps(record))
@@ -199,7 +199,16 @@ async def write_topic(topic: str, decisions: list[dict[str, Any]], bootstrap: st
 def refuse_live_topic(name: str, prefix: str) -> None:
     """A replay never writes to the live decisions, resolutions or alerts topics."""
     names = TopicNames(prefix)
-    if name in {names.decisions, names.resolutions, names.alerts, names.claims, names.conflicts}:
+    live = {
+        names.decisions,
+        names.resolutions,
+        names.alerts,
+        names.claims,
+        names.conflicts,
+        names.dlq,
+        names.alerts_input,
+    }
+    if name in live or name.endswith("-changelog"):
         raise ValueError(f"{name} is a live topic: replay writes only to a topic of your own")
 
 

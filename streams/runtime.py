@@ -136,13 +136,17 @@ class Runtime:
         partitions: int,
         table: MutableMapping[bytes, bytes],
         facts: TableFacts | MemoryFacts | None = None,
+        lateness_us: int = 1_000_000,
     ) -> None:
+        self.lateness_us = lateness_us
         self.policy = policy
         self.names = names
         self.partitions = partitions
         self.table = table
         self.facts = facts if facts is not None else TableFacts(table)
         self._processors: dict[int, PartitionProcessor] = {}
+        #: partitions whose processor has not handled a record since it was (re)built
+        self._fresh: set[int] = set()
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
@@ -161,12 +165,20 @@ class Runtime:
             proc = PartitionProcessor(self.policy, partition, self.facts, clock)
             proc.rebuild(self.facts.states_of(partition))
             self._processors[partition] = proc
+            self._fresh.add(partition)
         return proc
 
-    def handle(self, partition: int, offset: int, key: bytes | None, value: bytes) -> Handled:
-        """Process one record of the claims topic."""
+    def handle(
+        self,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes,
+        timestamp_us: int | None = None,
+    ) -> Handled:
+        """Process one record of the claims topic (`timestamp_us`: the record's timestamp)."""
         out = Handled()
-        proc = self.processor(partition)
+        proc = self._at(partition, offset, out)
         before = proc.clock_us
         at = tick_time(value) if key == TICK_KEY else None
         if at is not None:
@@ -192,18 +204,33 @@ class Runtime:
                 out.events.append("rerouted")
                 out.sends.append(Outgoing(self.names.claims, wanted, value, home))
                 return out
-            return self.handle_claim(partition, offset, claim, value, out)
+            return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
         self._emit(step, partition, out)
         self._store_clock(proc, before)
         return out
 
     def handle_claim(
-        self, partition: int, offset: int, claim: Claim, value: bytes, out: Handled | None = None
+        self,
+        partition: int,
+        offset: int,
+        claim: Claim,
+        value: bytes,
+        out: Handled | None = None,
+        arrival_us: int | None = None,
     ) -> Handled:
-        """Process a decoded claim that is already in its home partition."""
+        """Process a decoded claim that is already in its home partition.
+
+        `arrival_us` is when the claim reached the log (the record's timestamp; the claims
+        topic is created with LogAppendTime, so the broker's clock). The partition clock is
+        first moved to it minus the tick lateness, as a tick written at that moment would
+        have: a backlog read after a pause, or a quiet gap, does not leave later claims
+        "ahead of the clock", while a claim observed far beyond its own arrival still is.
+        """
         out = out if out is not None else Handled()
-        proc = self.processor(partition)
+        proc = self._at(partition, offset, out)
         before = proc.clock_us
+        if arrival_us is not None:
+            self._emit(proc.on_tick(arrival_us - self.lateness_us), partition, out)
         out.claim = claim
         step = proc.on_claim(claim)
         key = claim.fact_key.encode()
@@ -212,6 +239,19 @@ class Runtime:
         self._emit(step, partition, out)
         self._store_clock(proc, before)
         return out
+
+    def _at(self, partition: int, offset: int, out: Handled) -> PartitionProcessor:
+        """The processor of a partition, positioned at an input offset.
+
+        The first record a rebuilt processor sees re-sends the decisions made from that
+        offset on (see PartitionProcessor.resend_since).
+        """
+        proc = self.processor(partition)
+        proc.position = offset
+        if partition in self._fresh:
+            self._fresh.discard(partition)
+            self._emit(proc.resend_since(self.facts.states_of(partition), offset), partition, out)
+        return proc
 
     def flush(self) -> list[Handled]:
         """End of input: close the open windows of every partition, in partition order."""
@@ -237,10 +277,12 @@ class Runtime:
             body = dumps(record)
             out.decided.append(decided)
             out.sends.append(Outgoing(self.names.decisions, key, body, partition))
+            out.resolutions.append((key, body))
+            if decided.again:
+                continue  # the detectors and the conflicts log saw it, or tolerate the gap
             field = str(record["field"]).encode()
             home = partition_for(field, self.partitions)
             out.sends.append(Outgoing(self.names.alerts_input, field, body, home))
-            out.resolutions.append((key, body))
             change = conflict_change(decided)
             if change is not None:
                 out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))

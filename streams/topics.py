@@ -63,7 +63,8 @@ class TopicNames:
     def configs(self) -> dict[str, dict[str, str]]:
         """Topic-level settings that differ from the broker's defaults."""
         return {
-            self.claims: {"retention.ms": UNLIMITED},
+            # the broker's clock stamps each claim's arrival (see Runtime.handle_claim)
+            self.claims: {"retention.ms": UNLIMITED, "message.timestamp.type": "LogAppendTime"},
             self.resolutions: {"cleanup.policy": "compact"},
         }
 

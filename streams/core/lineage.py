@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from streams.core.entry import Entry, by_strength
 from streams.core.normalize import Normalizer
+from streams.core.text.field import TextNormalizer
+from streams.core.text.grouping import merge_near_duplicates
 
 
 def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
@@ -12,6 +14,8 @@ def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
     The representative is the highest class, then the newest (ties by claim_id), so a newer
     claim from a cache never displaces its own owner's claim.
     """
+    if isinstance(normalizer, TextNormalizer):
+        merge_near_duplicates(fresh, normalizer.duplicate)  # near-duplicates are one lineage
     groups: dict[str, list[Entry]] = {}
     for entry in fresh:
         groups.setdefault(entry.lineage, []).append(entry)

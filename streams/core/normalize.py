@@ -660,10 +660,17 @@ class _JsonNormalizer(_Base):
         return result
 
 
+def _text_normalizer(field: FieldPolicy) -> _Base:
+    """text: a string whose agreement is decided by the passage comparator (SPEC section 8)."""
+    from streams.core.text.field import TextNormalizer  # imports this module: resolved late
+
+    return TextNormalizer(field)
+
+
 _BY_TYPE: Final[dict[FieldType, Callable[[FieldPolicy], _Base]]] = {
     FieldType.ENUM: _EnumNormalizer,
     FieldType.STRING: _StringNormalizer,
-    FieldType.TEXT: _StringNormalizer,
+    FieldType.TEXT: _text_normalizer,
     FieldType.BOOL: _BoolNormalizer,
     FieldType.INTEGER: _IntegerNormalizer,
     FieldType.NUMBER: _NumberNormalizer,

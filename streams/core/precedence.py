@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.policy import OnConflict
+from schemas.policy import FieldType, OnConflict
 from streams.core.entry import Entry, by_recency
 from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule, is_owner
@@ -19,10 +19,15 @@ class Precedence:
     strongest: list[Entry]
     conflict_kind: str | None = None
     settled_by: OnConflict | None = None
+    complementary: bool = False  # text: several non-conflicting passages, all listed
 
     @property
     def show_alternatives(self) -> bool:
-        return self.outcome == "conflict" or self.settled_by == OnConflict.PRESENT_WITH_TIMESTAMP
+        return (
+            self.outcome == "conflict"
+            or self.settled_by == OnConflict.PRESENT_WITH_TIMESTAMP
+            or self.complementary
+        )
 
 
 def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
@@ -31,7 +36,8 @@ def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
     strongest = by_recency([e for e in representatives if e.rank == top])
     normalizer = rule.normalizer
     if normalizer.all_agree([e.canon for e in strongest]):
-        verdict = Precedence("resolved", strongest[0], strongest)
+        several = normalizer.field_type is FieldType.TEXT and len(strongest) > 1
+        verdict = Precedence("resolved", strongest[0], strongest, complementary=several)
     else:
         verdict = _disagreement(strongest, rule)
     _mark(representatives, verdict, rule)

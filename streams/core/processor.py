@@ -33,6 +33,8 @@ class Decided:
     record: dict[str, Any]
     previous_outcome: str | None
     previous_id: str | None
+    #: re-sent after a restart because its first sending may not have reached the log
+    again: bool = False
 
 
 @dataclass(slots=True)
@@ -58,12 +60,33 @@ class PartitionProcessor:
         self.partition = partition
         self.facts = facts
         self.clock_us = clock_us
+        #: input offset of the record being processed (recorded with each decision)
+        self.position: int | None = None
         self._due: list[tuple[int, str]] = []
 
     def rebuild(self, states: Iterable[FactState]) -> None:
         """Re-index the pending deadlines of restored facts (after recovery)."""
         self._due = [(s.due_us, s.key) for s in states if s.due_us is not None]
         heapq.heapify(self._due)
+
+    def resend_since(self, states: Iterable[FactState], offset: int) -> StepResult:
+        """Re-send, after a restart at input `offset`, the decisions made from there on.
+
+        The last decision of every fact that was made by a record at or after `offset` may
+        never have reached the log (at-least-once: the state survived, the output may not
+        have). Consumers drop the repeated id. A decision that the current claims no longer
+        reproduce is skipped: a newer one is on its way.
+        """
+        result = StepResult()
+        for state in sorted(states, key=lambda s: s.key):
+            if state.decided_offset is None or state.decided_offset < offset:
+                continue
+            if state.decided_at is None or not state.claims:
+                continue
+            record = resolve(state.claims, self.policy, state.decided_at)
+            if record["decision_id"] == state.last_id:
+                result.decisions.append(Decided(record, None, None, again=True))
+        return result
 
     def on_tick(self, tick_us: int) -> StepResult:
         """A tick moves the clock on and closes whatever deadlines it passes."""
@@ -180,6 +203,7 @@ class PartitionProcessor:
         if record["decision_id"] != state.last_id:
             out.decisions.append(Decided(record, state.last_outcome, state.last_id))
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
+            state.decided_offset, state.decided_at = self.position, at_us
         expiry = _next_expiry(state.claims, rule, at_us)
         if expiry is not None:
             self._schedule(state, expiry)

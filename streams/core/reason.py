@@ -41,6 +41,8 @@ def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | N
         parts.append("the field's owner wins over the other strongest claims (prefer_primary)")
     elif settled_by == "present_with_timestamp":
         parts.append("newest shown with every competing value (present_with_timestamp)")
+    elif record["alternatives"]:
+        parts.append(f"newest of {len(record['alternatives'])} complementary passages, all listed")
     if count["outranked"]:
         parts.append(f"{count['outranked']} outranked")
     if winner["authority"] == "asserted":

@@ -57,6 +57,9 @@ class FactState:
     due_us: int | None = None
     last_id: str | None = None
     last_outcome: str | None = None
+    #: input offset and clock time of the record that produced the last decision
+    decided_offset: int | None = None
+    decided_at: int | None = None
 
     @property
     def key(self) -> str:
@@ -87,6 +90,8 @@ class FactState:
         if self.last_id is not None:
             obj["i"] = self.last_id
             obj["o"] = self.last_outcome
+        if self.decided_offset is not None:
+            obj["q"] = [self.decided_offset, self.decided_at]
         return obj
 
     @classmethod
@@ -104,6 +109,8 @@ class FactState:
             due_us=obj.get("d"),
             last_id=obj.get("i"),
             last_outcome=obj.get("o"),
+            decided_offset=obj["q"][0] if "q" in obj else None,
+            decided_at=obj["q"][1] if "q" in obj else None,
         )
 
 
