@@ -23,6 +23,7 @@ from streams.replay_cmd import (
     print_diff,
     recorded_decisions,
     refuse_live_topic,
+    replay_alerts,
     replay_file,
     replay_topic,
     write_topic,
@@ -61,6 +62,9 @@ def replay(
     partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
     out: Annotated[str, typer.Option("--out", help="decisions JSON lines: FILE or -")] = "-",
     to_topic: Annotated[str | None, typer.Option(help="also send decisions to this topic")] = None,
+    alerts: Annotated[
+        Path | None, typer.Option("--alerts", help="write the detectors' alerts here (JSONL)")
+    ] = None,
     diff_against: Annotated[
         str | None, typer.Option(help="recorded decisions: JSON-lines FILE or TOPIC")
     ] = None,
@@ -104,6 +108,7 @@ def replay(
         changes=changes,
         checkpoint=checkpoint,
         live_prefix=prefix,
+        alerts=alerts,
     )
     try:
         refused = _run_replay(req)
@@ -138,6 +143,10 @@ def _run_replay(req: ReplayRequest) -> bool:
         typer.echo(f"claimwatch: {error}", err=True)
     if to_topic is not None:
         asyncio.run(write_topic(to_topic, result.decisions, bootstrap))
+    if req.alerts is not None:
+        with req.alerts.open("wb") as handle:
+            for alert in replay_alerts(req.policy, result.decisions):
+                handle.write(dumps_line(alert))
     if diff_against is not None:
         report = diff(recorded_decisions(diff_against, bootstrap), result.decisions)
         print_diff(report, Console(stderr=True))

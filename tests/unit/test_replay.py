@@ -531,3 +531,71 @@ def _read_terminal(controller: int) -> bytes:
         return os.read(controller, 65536)
     except OSError:  # EIO: every writer has closed the terminal
         return b""
+
+
+def test_replay_alerts_file_names_the_lagging_replica(tmp_path: Path) -> None:
+    """--alerts: the detectors run over the replay; a replica 6 s behind its owner pages."""
+    policy = tmp_path / "lag.yaml"
+    policy.write_text(
+        "policy_version: lag-test\n"
+        "defaults: {freshness: 5m, settle: 0s}\n"
+        "sources:\n"
+        "  billing-api: {authority: system_of_record, lineage: ledger}\n"
+        "  reporting-replica: {authority: derived, lineage: reporting}\n"
+        "fields:\n"
+        "  payment_status: {type: enum, values: [paid, unpaid], freshness: 2s,"
+        " owner: billing-api}\n"
+        "alerts:\n  replica_lag: {evaluation: 20s, min_samples: 3}\n",
+        encoding="utf-8",
+    )
+    lines = []
+    for step, parts in enumerate(
+        [
+            [("billing-api", "unpaid"), ("reporting-replica", "unpaid")],
+            [("billing-api", "paid"), ("reporting-replica", "unpaid")],
+            [("reporting-replica", "unpaid")],
+            [("reporting-replica", "paid")],
+        ]
+    ):
+        second = [0, 1, 4, 7][step]
+        for i in range(8):
+            for source, value in parts:
+                lines.append(
+                    json.dumps(
+                        {
+                            "claim_id": f"{source}-{i}-{step}",
+                            "subject": f"invoice:{i}",
+                            "field": "payment_status",
+                            "source": source,
+                            "observed_at": f"2026-11-29T10:00:0{second}.{i}00000Z",
+                            "status": "ok",
+                            "value": value,
+                        }
+                    )
+                )
+    claims = tmp_path / "lag.jsonl"
+    claims.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = []
+    for run in ("a", "b"):
+        alerts = tmp_path / f"alerts-{run}.jsonl"
+        done = subprocess.run(
+            [
+                str(CLAIMWATCH),
+                "replay",
+                "--policy",
+                str(policy),
+                "--input",
+                str(claims),
+                "--out",
+                str(tmp_path / f"d-{run}.jsonl"),
+                "--alerts",
+                str(alerts),
+            ],
+            capture_output=True,
+        )
+        assert 0 == done.returncode, done.stderr
+        outputs.append(alerts.read_bytes())
+    assert outputs[0] == outputs[1]
+    found = [json.loads(line) for line in outputs[0].splitlines()]
+    lag = [(a["kind"], a["source"], a["status"]) for a in found if a["kind"] == "replica_lag"]
+    assert ("replica_lag", "reporting-replica", "lagging") in lag

@@ -1,0 +1,140 @@
+"""Alerting on the real broker: a lagging replica pages, and every metric the rules name exists."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import (
+    TopicReader,
+    Workers,
+    publish_claims,
+    rfc3339,
+    wait_for_ticks,
+    write_policy,
+)
+from tests.unit.test_monitoring_config import named_metrics
+
+pytest_plugins = ["tests.integration.harness"]
+pytestmark = pytest.mark.kafka
+
+LAG_POLICY = """\
+policy_version: lag-test
+defaults: {freshness: 5m, settle: 0s}
+sources:
+  billing-api:       {authority: system_of_record, lineage: ledger}
+  reporting-replica: {authority: derived, lineage: reporting}
+fields:
+  payment_status: {type: enum, values: [paid, unpaid], freshness: 2s, owner: billing-api}
+alerts:
+  replica_lag: {evaluation: 20s, min_samples: 3}
+"""
+FACTS = 8
+
+
+def claim(i: int, source: str, value: str, n: int, at: datetime) -> dict[str, Any]:
+    """A payment_status claim of invoice:i."""
+    return {
+        "claim_id": f"{source}-{i}-{n}",
+        "subject": f"invoice:L-{i}",
+        "field": "payment_status",
+        "source": source,
+        "observed_at": rfc3339(at),
+        "status": "ok",
+        "value": value,
+    }
+
+
+async def phase(bootstrap: str, prefix: str, parts: list[tuple[str, str]], n: int) -> None:
+    """Every fact gets the given (source, value) claims, observed now."""
+    now = datetime.now(UTC)
+    claims = [
+        claim(i, source, value, n, now + timedelta(milliseconds=10 * i))
+        for i in range(FACTS)
+        for source, value in parts
+    ]
+    await publish_claims(bootstrap, prefix, claims)
+
+
+def gauge(text: str, name: str, **labels: str) -> float | None:
+    """The value of one series in a Prometheus text scrape."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+async def test_lagging_replica_raises_an_alert_and_the_lag_series(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A replica serving the owner's values 6 s late: replica_lag alert and lag on /metrics."""
+    worker = await workers.launch(write_policy(tmp_path, LAG_POLICY))
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    both = [("billing-api", "unpaid"), ("reporting-replica", "unpaid")]
+    await phase(kafka_bootstrap, worker.prefix, both, 0)
+    await asyncio.sleep(1)
+    await phase(
+        kafka_bootstrap,
+        worker.prefix,
+        [("billing-api", "paid"), ("reporting-replica", "unpaid")],
+        1,
+    )
+    await asyncio.sleep(3)
+    await phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "unpaid")], 2)
+    await asyncio.sleep(3)
+    await phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "paid")], 3)
+
+    def paged(records: list[Any]) -> bool:
+        alerts = [r.json() for r in records]
+        return any(
+            a["kind"] == "replica_lag"
+            and a["source"] == "reporting-replica"
+            and a["status"] in ("lagging", "stalled")
+            for a in alerts
+        )
+
+    async with TopicReader(kafka_bootstrap, worker.names.alerts) as reader:
+        records = await reader.wait_for(paged, 60.0, "a replica_lag alert")
+    first = next(r.json() for r in records if r.json()["kind"] == "replica_lag")
+    assert ("payment_status", "ok") == (first["field"], first["previous_status"])
+
+    lag = None
+    for _ in range(60):
+        status, body = await worker.get("/metrics")
+        lag = gauge(
+            body.decode(),
+            "claimwatch_source_lag_seconds",
+            source="reporting-replica",
+            field="payment_status",
+        )
+        if lag:
+            break
+        await asyncio.sleep(0.5)
+    assert 200 == status
+    assert lag is not None and 5.0 <= lag <= 8.0, lag
+
+
+async def test_every_metric_of_the_rules_and_dashboard_is_in_a_real_scrape(
+    workers: Workers, tmp_path: Path
+) -> None:
+    """The rules and the dashboard name only series a running worker exposes; promtool agrees."""
+    worker = await workers.launch(write_policy(tmp_path, LAG_POLICY))
+    status, body = await worker.get("/metrics")
+    text = body.decode()
+    assert 200 == status
+    present = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line[:1] != "#"}
+    assert set() == named_metrics() - present
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool is not installed: run `make tools`"
+    check = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+    assert 0 == check.returncode, check.stdout + check.stderr
