@@ -82,18 +82,23 @@ def replay_file(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
     return replayer.finish()
 
 
-async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
-    """Replay a claims topic over a fixed offset range; resumable with a checkpoint."""
+def _reader(bootstrap: str | None) -> Any:
+    """A consumer with no group (assign and seek; never commits), read_committed."""
     from aiokafka import AIOKafkaConsumer
 
-    assert req.topic is not None
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=req.bootstrap or env_bootstrap(),
+    return AIOKafkaConsumer(
+        bootstrap_servers=bootstrap or env_bootstrap(),
         group_id=None,
         enable_auto_commit=False,
         isolation_level="read_committed",
         **client_security(),
     )
+
+
+async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
+    """Replay a claims topic over a fixed offset range; resumable with a checkpoint."""
+    assert req.topic is not None
+    consumer = _reader(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
         await consumer._client.force_metadata_update()
@@ -162,15 +167,7 @@ def recorded_decisions(source: str, bootstrap: str | None) -> list[dict[str, Any
 
 
 async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]:
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap or env_bootstrap(),
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        **client_security(),
-    )
+    consumer = _reader(bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
         await consumer._client.force_metadata_update()
