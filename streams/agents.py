@@ -14,10 +14,17 @@ from streams.app import Pipeline
 from streams.codec import dumps, loads
 from streams.metrics import Metrics, dlq_reason_label
 from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
+from streams.verdicts_edge import VerdictsEdge
 
 
-def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: Metrics) -> None:
-    """Register the claims and alerts agents, the tick timer and the HTTP pages on the app."""
+def install(
+    pipe: Pipeline,
+    runtime: Runtime,
+    alerting: AlertRuntime,
+    metrics: Metrics,
+    verdicts: VerdictsEdge | None = None,
+) -> None:
+    """Register the claims, alerts and verdicts agents, the tick timer and the HTTP pages."""
     app = pipe.app
     topics = {
         pipe.names.claims: pipe.claims,
@@ -25,7 +32,11 @@ def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: M
         pipe.names.conflicts: pipe.conflicts,
         pipe.names.dlq: pipe.dlq,
         pipe.names.alerts_input: pipe.alerts_input,
+        pipe.names.verdicts: pipe.verdicts,
+        pipe.names.verdicts_decisions: pipe.verdicts_decisions,
     }
+    if verdicts is not None:
+        _install_verdicts(pipe, verdicts, metrics, topics)
 
     @app.agent(pipe.alerts_input, concurrency=1)
     async def detect(stream: faust.StreamT[bytes]) -> None:
@@ -62,6 +73,8 @@ def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: M
         for tp in app.assignor.assigned_actives():
             if tp.topic == pipe.names.claims:
                 await pipe.claims.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+            elif tp.topic == pipe.names.verdicts and verdicts is not None:
+                await pipe.verdicts.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
 
     @pipe.facts.on_recover
     async def on_facts_recovered() -> None:
@@ -110,6 +123,35 @@ def install(pipe: Pipeline, runtime: Runtime, alerting: AlertRuntime, metrics: M
         if body is None:
             return web.json({"error": f"no decision for {subject}|{field}"}, status=404)
         return web.json(loads(body))
+
+
+def _install_verdicts(
+    pipe: Pipeline, edge: VerdictsEdge, metrics: Metrics, topics: dict[str, Any]
+) -> None:
+    """The verdicts agent: signals and ticks in, one decision per request out."""
+    app = pipe.app
+
+    @app.agent(pipe.verdicts, concurrency=1)
+    async def process_verdicts(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            message = event.message
+            handled = edge.handle(message.partition, message.offset, message.key, event.value)
+            for out in handled.sends:
+                await _send(topics[out.topic], out)
+            for name in handled.events:
+                metrics.events.labels(name).inc()
+
+    @pipe.verdicts_table.on_recover
+    async def on_verdicts_recovered() -> None:
+        edge.forget()
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def on_verdicts_revoked(_app: Any, revoked: Any, **_: Any) -> None:
+        edge.forget({tp.partition for tp in revoked if tp.topic == pipe.names.verdicts})
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_verdicts_assigned(_app: Any, assigned: Any, **_: Any) -> None:
+        edge.forget({tp.partition for tp in assigned if tp.topic == pipe.names.verdicts})
 
 
 async def _send(topic: Any, out: Outgoing) -> None:

@@ -27,6 +27,9 @@ class Pipeline:
     resolutions: Any
     alerts_input: Any
     detectors: Any
+    verdicts: Any
+    verdicts_decisions: Any
+    verdicts_table: Any
 
 
 def _credentials(security: dict[str, Any]) -> Any:
@@ -107,6 +110,12 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         partitions=settings.partitions,
         changelog_topic=detectors_changelog,
     )
+    verdicts_changelog = raw_topic(
+        f"{names.prefix}{settings.app_id}.verdicts-changelog", compacting=True, internal=True
+    )
+    verdicts_table = app.Table(
+        "verdicts", schema=raw, partitions=settings.partitions, changelog_topic=verdicts_changelog
+    )
     return Pipeline(
         app=app,
         settings=settings,
@@ -127,4 +136,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         resolutions=resolutions,
         alerts_input=alerts_input,
         detectors=detectors,
+        verdicts=raw_topic(names.verdicts),
+        verdicts_decisions=raw_topic(names.verdicts_decisions),
+        verdicts_table=verdicts_table,
     )

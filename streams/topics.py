@@ -49,6 +49,20 @@ class TopicNames:
     def dlq(self) -> str:
         return f"{self.prefix}claims.dlq"
 
+    @property
+    def verdicts(self) -> str:
+        """Signals of policy checks, keyed by request id."""
+        return f"{self.prefix}verdicts"
+
+    @property
+    def verdicts_decisions(self) -> str:
+        """One decision per request, keyed by request id."""
+        return f"{self.prefix}verdicts.decisions"
+
+    def per_request(self) -> list[str]:
+        """Topics keyed by request id, with the claims topic's partition count."""
+        return [self.verdicts, self.verdicts_decisions]
+
     def per_fact(self) -> list[str]:
         """Topics keyed by fact key, with the claims topic's partition count."""
         return [
@@ -86,7 +100,7 @@ async def ensure_topics(
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        wanted = [*names.per_fact(), names.alerts]
+        wanted = [*names.per_fact(), *names.per_request(), names.alerts]
         configs = names.configs()
         new = [
             NewTopic(

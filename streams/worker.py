@@ -8,11 +8,13 @@ import logging
 from streams.agents import install
 from streams.alerting import AlertRuntime
 from streams.app import build_app
+from streams.core.argue.verdicts import VerdictConfig
 from streams.metrics import Metrics
 from streams.policy_file import load_policy
 from streams.runtime import Runtime
 from streams.settings import WorkerSettings, client_security
 from streams.topics import TopicNames, ensure_topics
+from streams.verdicts_edge import VerdictsEdge
 
 
 def run_worker(settings: WorkerSettings) -> None:
@@ -23,7 +25,10 @@ def run_worker(settings: WorkerSettings) -> None:
     pipe = build_app(settings)
     runtime = Runtime(policy, names, settings.partitions, pipe.facts)
     alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
-    install(pipe, runtime, alerting, Metrics(policy))
+    edge = VerdictsEdge(
+        VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
+    )
+    install(pipe, runtime, alerting, Metrics(policy), edge)
     from faust import Worker
 
     logging.getLogger("faust").setLevel(settings.log_level.upper())
