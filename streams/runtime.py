@@ -61,14 +61,17 @@ def tick_time(value: bytes) -> int | None:
 class TableFacts(MutableMapping[str, FactState]):
     """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests).
 
-    Decoded states are kept in a bounded write-through cache: every write still goes to
-    the table (and so to its changelog); reads of recently used facts skip the decoding.
+    Decoded states are kept in a bounded cache, so reads of recently used facts skip the
+    decoding; writes are collected while one input record is processed and reach the table
+    (and so its changelog) once per fact when the record is done (`flush`), instead of once
+    per step that touched the fact.
     """
 
     def __init__(self, table: MutableMapping[bytes, bytes], cache_size: int = 50_000) -> None:
         self.table = table
         self._cache: OrderedDict[str, FactState] = OrderedDict()
         self._cache_size = cache_size
+        self._dirty: set[str] = set()
 
     def __getitem__(self, key: str) -> FactState:
         state = self._cache.get(key)
@@ -80,12 +83,22 @@ class TableFacts(MutableMapping[str, FactState]):
         return state
 
     def __setitem__(self, key: str, state: FactState) -> None:
-        self.table[key.encode()] = dumps(state.to_obj())
         self._remember(key, state)
+        self._dirty.add(key)
 
     def __delitem__(self, key: str) -> None:
         self._cache.pop(key, None)
-        del self.table[key.encode()]
+        self._dirty.discard(key)
+        if key.encode() in self.table:
+            del self.table[key.encode()]
+
+    def flush(self) -> None:
+        """Write every fact changed since the last flush to the table."""
+        for key in sorted(self._dirty):
+            state = self._cache.get(key)
+            if state is not None:
+                self.table[key.encode()] = dumps(state.to_obj())
+        self._dirty.clear()
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._cache or key.encode() in self.table)
@@ -94,10 +107,14 @@ class TableFacts(MutableMapping[str, FactState]):
         self._cache[key] = state
         self._cache.move_to_end(key)
         if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+            old, evicted = self._cache.popitem(last=False)
+            if old in self._dirty:
+                self.table[old.encode()] = dumps(evicted.to_obj())
+                self._dirty.discard(old)
 
     def clear_cache(self) -> None:
         """Forget decoded states (after a rebalance the table may have been restored anew)."""
+        self.flush()
         self._cache.clear()
 
     def __iter__(self) -> Iterator[str]:
@@ -124,6 +141,9 @@ class MemoryFacts(dict[str, FactState]):
 
     def clear_cache(self) -> None:
         """Nothing is cached: the objects are the state."""
+
+    def flush(self) -> None:
+        """Nothing to write: the objects are the state."""
 
 
 class Runtime:
@@ -207,6 +227,7 @@ class Runtime:
             return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
         self._emit(step, partition, out)
         self._store_clock(proc, before)
+        self.facts.flush()
         return out
 
     def handle_claim(
@@ -238,6 +259,7 @@ class Runtime:
             out.sends.append(self._dead_letter(partition, offset, key, value, reason))
         self._emit(step, partition, out)
         self._store_clock(proc, before)
+        self.facts.flush()
         return out
 
     def _at(self, partition: int, offset: int, out: Handled) -> PartitionProcessor:
@@ -263,6 +285,7 @@ class Runtime:
         proc = self._processors.get(partition)
         if proc is not None:
             self._emit(proc.flush(), partition, out)
+        self.facts.flush()
         return out
 
     def _store_clock(self, proc: PartitionProcessor, before: int | None) -> None:
