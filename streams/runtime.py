@@ -313,13 +313,26 @@ class Runtime:
     def _dead_letter(
         self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
     ) -> Outgoing:
-        headers = (
-            ("claimwatch.reason", reason.encode()),
-            ("claimwatch.topic", self.names.claims.encode()),
-            ("claimwatch.partition", str(partition).encode()),
-            ("claimwatch.offset", str(offset).encode()),
-        )
-        return Outgoing(self.names.dlq, key, value, partition, headers)
+        origin = (self.names.claims, partition, offset)
+        return dead_letter(self.names, origin, key, value, reason)
+
+
+def dead_letter(
+    names: TopicNames,
+    origin: tuple[str, int, int],
+    key: bytes | None,
+    value: bytes,
+    reason: str,
+) -> Outgoing:
+    """A DLQ record: the original bytes, and the reason and origin (topic, partition, offset)."""
+    topic, partition, offset = origin
+    headers = (
+        ("claimwatch.reason", reason.encode()),
+        ("claimwatch.topic", topic.encode()),
+        ("claimwatch.partition", str(partition).encode()),
+        ("claimwatch.offset", str(offset).encode()),
+    )
+    return Outgoing(names.dlq, key, value, partition, headers)
 
 
 def conflict_change(decided: Decided) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from schemas.verdict import VerdictSignal
 from streams.codec import MAX_CLAIM_BYTES, DecodeError, dumps, loads
 from streams.core.argue.verdicts import RequestState, VerdictConfig, VerdictRunner
-from streams.runtime import TICK_KEY, Outgoing, tick_time
+from streams.runtime import TICK_KEY, Outgoing, dead_letter, tick_time
 from streams.topics import TopicNames, partition_for
 
 #: Table keys: one JSON state per request id, and one event clock per partition.
@@ -155,10 +155,5 @@ class VerdictsEdge:
     def _dead_letter(
         self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
     ) -> Outgoing:
-        headers = (
-            ("claimwatch.reason", reason.encode()),
-            ("claimwatch.topic", self.names.verdicts.encode()),
-            ("claimwatch.partition", str(partition).encode()),
-            ("claimwatch.offset", str(offset).encode()),
-        )
-        return Outgoing(self.names.dlq, key, value, partition, headers)
+        origin = (self.names.verdicts, partition, offset)
+        return dead_letter(self.names, origin, key, value, reason)
