@@ -35,13 +35,14 @@ class Replayer:
         self.runtime = Runtime(policy, TopicNames(prefix), partitions, {}, MemoryFacts())
         self.partitions = partitions
         self.result = Replayed()
-        self.on_decision: Callable[[dict[str, Any]], None] | None = None
+        #: called with each decision record and its JSON (already serialized by the runtime)
+        self.on_decision: Callable[[dict[str, Any], bytes], None] | None = None
 
     def _collect(self, handled: Handled) -> None:
-        for decided in handled.decided:
+        for decided, body in zip(handled.decided, handled.bodies, strict=True):
             self.result.decisions.append(decided.record)
             if self.on_decision is not None:
-                self.on_decision(decided.record)
+                self.on_decision(decided.record, body)
 
     def feed_line(self, raw: bytes, source: str, number: int) -> None:
         """One JSON line of a claims file; its claims alone drive the clock (no ticks).

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from streams.codec import dumps_line
 from streams.core.policy import CompiledPolicy
 from streams.diffing import Diff
 from streams.replay import Replayed, Replayer, read_range, topic_range
@@ -59,9 +58,9 @@ def _progress(total: int, what: str) -> tuple[Callable[[int], None], Callable[[]
     return (lambda n: bar.advance(task, n)), bar.stop
 
 
-def _writer(sink: IO[bytes]) -> Callable[[dict[str, Any]], None]:
-    def write(record: dict[str, Any]) -> None:
-        sink.write(dumps_line(record))
+def _writer(sink: IO[bytes]) -> Callable[[dict[str, Any], bytes], None]:
+    def write(_record: dict[str, Any], body: bytes) -> None:
+        sink.write(body + b"\n")
 
     return write
 

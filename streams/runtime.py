@@ -41,6 +41,8 @@ class Handled:
     resolutions: list[tuple[bytes, bytes]] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     decided: list[Decided] = field(default_factory=list)
+    #: the JSON of each decided record, in the same order (serialized once, here)
+    bodies: list[bytes] = field(default_factory=list)
     claim: Claim | None = None
 
 
@@ -166,15 +168,18 @@ class Runtime:
         self.facts = facts if facts is not None else TableFacts(table)
         self._processors: dict[int, PartitionProcessor] = {}
         #: partitions whose processor has not handled a record since it was (re)built
-        self._fresh: set[int] = set()
+        #: (each with the restored facts that hold a decision, read once at the rebuild)
+        self._fresh: dict[int, list[FactState]] = {}
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
         self.facts.clear_cache()
         if partitions is None:
             self._processors.clear()
+            self._fresh.clear()
         for p in partitions or ():
             self._processors.pop(p, None)
+            self._fresh.pop(p, None)
 
     def processor(self, partition: int) -> PartitionProcessor:
         """The processor of a partition, restored from the table on first use."""
@@ -183,9 +188,10 @@ class Runtime:
             raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
             clock = int(raw) if raw is not None else None
             proc = PartitionProcessor(self.policy, partition, self.facts, clock)
-            proc.rebuild(self.facts.states_of(partition))
+            states = list(self.facts.states_of(partition))
+            proc.rebuild(states)
             self._processors[partition] = proc
-            self._fresh.add(partition)
+            self._fresh[partition] = [s for s in states if s.decided_offset is not None]
         return proc
 
     def handle(
@@ -270,9 +276,9 @@ class Runtime:
         """
         proc = self.processor(partition)
         proc.position = offset
-        if partition in self._fresh:
-            self._fresh.discard(partition)
-            self._emit(proc.resend_since(self.facts.states_of(partition), offset), partition, out)
+        restored = self._fresh.pop(partition, None)
+        if restored is not None:
+            self._emit(proc.resend_since(restored, offset), partition, out)
         return proc
 
     def flush(self) -> list[Handled]:
@@ -299,6 +305,7 @@ class Runtime:
             key = f"{record['subject']}|{record['field']}".encode()
             body = dumps(record)
             out.decided.append(decided)
+            out.bodies.append(body)
             out.sends.append(Outgoing(self.names.decisions, key, body, partition))
             out.resolutions.append((key, body))
             if decided.again:
