@@ -13,6 +13,7 @@ from schemas.alert import AlertRecord
 from schemas.claim import ClaimEnvelope
 from schemas.decision import DecisionRecord
 from schemas.policy import Policy
+from schemas.publish import PublishRequest, PublishResult
 from schemas.verdict import VerdictDecision, VerdictSignal
 
 OUT_DIR: Final = Path(__file__).parent / "json"
@@ -23,6 +24,8 @@ MODELS: Final[dict[str, type[BaseModel]]] = {
     "alert": AlertRecord,
     "verdict_signal": VerdictSignal,
     "verdict_decision": VerdictDecision,
+    "publish_request": PublishRequest,
+    "publish_result": PublishResult,
 }
 
 

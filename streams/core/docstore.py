@@ -1,0 +1,187 @@
+"""Versioned document store (SPEC section 9): a pure compare-and-set over immutable versions."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+#: How many conflict responses a document remembers for redelivered requests.
+REMEMBERED_CONFLICTS: Final = 256
+#: Longest accepted document path (characters) and request id.
+MAX_PATH: Final = 512
+MAX_REQUEST_ID: Final = 128
+OPS: Final = ("publish", "append")
+#: A path may not end like the versioned page's suffix (`.../v/<n>`), so URLs stay unambiguous.
+_VERSION_SUFFIX: Final = re.compile(r"(^|/)v/[0-9]+$")
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+
+Op = Literal["publish", "append"]
+
+
+class RequestError(ValueError):
+    """A request the store refuses (dead-lettered); the message is the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One immutable version of a document."""
+
+    number: int
+    body: str
+    content_hash: str
+    request_id: str
+
+    def to_obj(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "version": self.number,
+            "body": self.body,
+            "content_hash": self.content_hash,
+            "request_id": self.request_id,
+        }
+
+    @staticmethod
+    def from_obj(obj: dict[str, Any]) -> Version:
+        """The inverse of `to_obj`."""
+        return Version(
+            int(obj["version"]), str(obj["body"]), str(obj["content_hash"]), str(obj["request_id"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DocState:
+    """Every version of one document (oldest first) and its recent conflict responses."""
+
+    path: str
+    versions: tuple[Version, ...] = ()
+    conflicts: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    @property
+    def version(self) -> int:
+        """The current version number (0: the document does not exist yet)."""
+        return self.versions[-1].number if self.versions else 0
+
+    @property
+    def current(self) -> Version | None:
+        """The latest version, if any."""
+        return self.versions[-1] if self.versions else None
+
+    def at(self, number: int) -> Version | None:
+        """Version `number`, or None when it does not exist."""
+        if 1 <= number <= len(self.versions):
+            return self.versions[number - 1]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A validated publish or append request."""
+
+    path: str
+    body: str
+    op: Op
+    expected_version: int | None
+    request_id: str | None
+
+
+def content_hash(body: str) -> str:
+    """The sha256 hex digest of a body's UTF-8 bytes."""
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def check_path(path: object) -> str:
+    """The path when acceptable; RequestError naming the problem otherwise."""
+    if not isinstance(path, str) or not path:
+        raise RequestError("path: missing or not a non-empty string")
+    if len(path) > MAX_PATH:
+        raise RequestError(f"path: longer than {MAX_PATH} characters")
+    if _CONTROL.search(path):
+        raise RequestError("path: contains control characters")
+    if path.startswith("/") or path.endswith("/") or "//" in path:
+        raise RequestError("path: leading, trailing or doubled '/'")
+    if _VERSION_SUFFIX.search(path):
+        raise RequestError("path: may not end in 'v/<number>' (reserved for versioned reads)")
+    return path
+
+
+def validate(data: object) -> Request:
+    """A request from decoded JSON; RequestError naming the key and the reason otherwise."""
+    if not isinstance(data, Mapping):
+        raise RequestError("request: not a JSON object")
+    path = check_path(data.get("path"))
+    body = data.get("body")
+    if not isinstance(body, str):
+        raise RequestError("body: missing or not a string")
+    op = data.get("op", "publish")
+    if op not in OPS:
+        raise RequestError(f"op: {op!r} is not one of publish, append")
+    expected = data.get("expected_version")
+    if op == "publish" and (
+        isinstance(expected, bool) or not isinstance(expected, int) or expected < 0
+    ):
+        raise RequestError("expected_version: missing or not an integer >= 0")
+    if op == "append" and expected is not None and not isinstance(expected, int):
+        raise RequestError("expected_version: not an integer")
+    rid = data.get("request_id")
+    if rid is not None and (not isinstance(rid, str) or not rid or len(rid) > MAX_REQUEST_ID):
+        raise RequestError(f"request_id: not a string of 1..{MAX_REQUEST_ID} characters")
+    return Request(path, body, "append" if op == "append" else "publish", expected, rid)
+
+
+def _ok(state: DocState, version: Version) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "path": state.path,
+        "version": version.number,
+        "content_hash": version.content_hash,
+        "request_id": version.request_id,
+    }
+
+
+def _earlier(state: DocState, request_id: str) -> dict[str, Any] | None:
+    """The response already given to `request_id`, if the document remembers it."""
+    for version in reversed(state.versions):
+        if version.request_id == request_id:
+            return _ok(state, version)
+    for rid, response in reversed(state.conflicts):
+        if rid == request_id:
+            return dict(response)
+    return None
+
+
+def apply(
+    state: DocState, request: Request | Mapping[str, Any], request_id: str
+) -> tuple[DocState, dict[str, Any]]:
+    """Apply one request: (new state, response). A repeated request id changes nothing.
+
+    A mapping is validated first (RequestError when it is not a valid request).
+    """
+    if not isinstance(request, Request):
+        request = validate(request)
+    if request.path != state.path:
+        raise ValueError(f"request for {request.path!r} applied to {state.path!r}")
+    earlier = _earlier(state, request_id)
+    if earlier is not None:
+        return state, earlier
+    current = state.current
+    if request.op == "append":
+        body = (current.body if current is not None else "") + request.body
+    elif request.expected_version == state.version:
+        body = request.body
+    else:
+        response = {
+            "status": "conflict",
+            "path": state.path,
+            "version": state.version,
+            "content_hash": current.content_hash if current is not None else None,
+            "expected_version": request.expected_version,
+            "request_id": request_id,
+        }
+        kept = (*state.conflicts, (request_id, response))[-REMEMBERED_CONFLICTS:]
+        return DocState(state.path, state.versions, kept), response
+    version = Version(state.version + 1, body, content_hash(body), request_id)
+    new = DocState(state.path, (*state.versions, version), state.conflicts)
+    return new, _ok(new, version)
