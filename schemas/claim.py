@@ -33,6 +33,13 @@ class ClaimEnvelope(BaseModel):
     agent_id: str | None = None
     tool: str | None = None
     trace_id: str | None = None
+    signature: str | None = Field(
+        default=None,
+        pattern="^[0-9a-fA-F]{64}$",
+        description="hex HMAC-SHA256 of the canonical claim (this object without `signature`, "
+        "keys sorted, compact separators, UTF-8); required of the sources the policy's "
+        "`signing` names",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -65,11 +65,11 @@ def resolve(
     compiled = _policy(policy)
     now_us = _now(now)
     if file == "-":
-        batch = read_claims(sys.stdin.buffer, "<stdin>")
+        batch = read_claims(sys.stdin.buffer, "<stdin>", compiled)
     else:
         try:
             with open(file, "rb") as handle:
-                batch = read_claims(handle, file)
+                batch = read_claims(handle, file, compiled)
         except OSError as exc:
             _fail(f"{file}: cannot read: {exc.strerror or exc}", 2)
     out = sys.stdout.buffer
@@ -146,6 +146,12 @@ def publish(
     partitions: Annotated[
         int, typer.Option(help="partitions of the topics, if publish has to create them")
     ] = 4,
+    sign_key_env: Annotated[
+        str | None, typer.Option(help="sign every claim (HMAC-SHA256) with the key in this env var")
+    ] = None,
+    sign_key_file: Annotated[
+        str | None, typer.Option(help="sign every claim with the key in this file")
+    ] = None,
 ) -> None:
     """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
     import asyncio
@@ -154,6 +160,12 @@ def publish(
 
     from streams.publish_cmd import PublishFailed, publish_file
     from streams.settings import env_bootstrap, env_prefix
+    from streams.signing_keys import client_key
+
+    try:
+        signing_key = client_key(sign_key_env, sign_key_file)
+    except ValueError as exc:
+        _fail(str(exc), 2)
 
     # retries (a just-created topic's leader moving) are not news; failed deliveries are reported
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
@@ -175,6 +187,7 @@ def publish(
                     prefix=topic_prefix if topic_prefix is not None else env_prefix(),
                     partitions=partitions,
                     on_error=report,
+                    signing_key=signing_key,
                 )
             )
         except PublishFailed as exc:

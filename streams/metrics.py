@@ -160,6 +160,7 @@ DLQ_REASONS = (
     "missing_key",
     "bad_key",
     "duplicate_id",
+    "bad_signature",
     "ahead_of_clock",
     "expired",
     "contract",
@@ -171,6 +172,7 @@ def dlq_reason_label(reason: str) -> str:
     """A bounded label for a DLQ reason."""
     lowered = reason.lower()
     for label, needle in (
+        ("bad_signature", "bad_signature:"),
         ("not_json", "not json"),
         ("too_large", "exceeds"),
         ("missing_key", "missing required"),

@@ -10,6 +10,7 @@ from streams.codec import DecodeError, decode_claim
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
+from streams.core.signing import signature_problem
 
 
 @dataclass(slots=True)
@@ -34,8 +35,14 @@ class Batch:
     claims: int = 0
 
 
-def read_claims(lines: Iterable[bytes | str], source: str = "<stdin>") -> Batch:
-    """Decode JSON lines; a malformed line or a reused claim_id with new content is an error."""
+def read_claims(
+    lines: Iterable[bytes | str], source: str = "<stdin>", policy: CompiledPolicy | None = None
+) -> Batch:
+    """Decode JSON lines; a malformed line or a reused claim_id with new content is an error.
+
+    With a `policy`, a claim of a source it requires to sign that lacks a valid signature
+    is an error too, and its claim_id stays free (as in the worker).
+    """
     batch = Batch()
     seen: dict[tuple[str, str, str], Any] = {}
     for number, raw in enumerate(lines, start=1):
@@ -45,6 +52,10 @@ def read_claims(lines: Iterable[bytes | str], source: str = "<stdin>") -> Batch:
             claim = decode_claim(raw)
         except DecodeError as exc:
             batch.errors.append(LineError(source, number, "claim", str(exc)))
+            continue
+        unsigned = signature_problem(policy, claim.envelope) if policy is not None else None
+        if unsigned is not None:
+            batch.errors.append(LineError(source, number, "signature", unsigned))
             continue
         ident = (claim.subject, claim.field, claim.claim_id)
         previous = seen.get(ident)

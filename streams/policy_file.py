@@ -113,6 +113,8 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         reason = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             reason = "unknown key (check the spelling against SPEC section 3)"
+        if loc[:1] == ("signing",) and _literal_key(error["type"], loc):
+            reason = _LITERAL_KEY
         raise PolicyError(path, _line_of(root, loc), key, reason) from None
 
 
@@ -123,4 +125,22 @@ def load_policy(path: str | Path) -> CompiledPolicy:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(str(p), None, "", f"cannot read: {exc.strerror or exc}") from None
-    return CompiledPolicy(parse_policy(text, str(p)))
+    from streams.signing_keys import load_signing_keys
+
+    policy = parse_policy(text, str(p))
+    return CompiledPolicy(policy, load_signing_keys(policy, p, text))
+
+
+#: Names under `signing.<source>` that look like the key itself, written into the policy.
+_SECRET_NAMES = frozenset({"key", "secret", "hmac", "value", "password", "token"})
+_LITERAL_KEY = (
+    "a signing key is never written in the policy: name an environment variable "
+    "(`env: VAR`) or a key file (`file: path`)"
+)
+
+
+def _literal_key(kind: str, loc: tuple[int | str, ...]) -> bool:
+    """Whether a validation error under `signing` is a key written into the policy."""
+    if len(loc) == 2:  # `source: s3cret` instead of a mapping
+        return kind in ("model_type", "model_attributes_type")
+    return len(loc) == 3 and kind == "extra_forbidden" and str(loc[2]).lower() in _SECRET_NAMES

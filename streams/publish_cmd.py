@@ -36,8 +36,10 @@ class PublishResult:
     errors: list[LineError] = field(default_factory=list)
 
 
-def check_line(raw: bytes, source: str, number: int) -> tuple[bytes, bytes] | LineError:
-    """(key, value) of a valid claim line, else the error naming the file, line and key."""
+def check_line(
+    raw: bytes, source: str, number: int, signing_key: bytes | None = None
+) -> tuple[bytes, bytes] | LineError:
+    """(key, value) of a valid claim line (signed when given a key), else the error."""
     if len(raw) > MAX_CLAIM_BYTES:
         reason = f"line of {len(raw)} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit"
         return LineError(source, number, "claim", reason)
@@ -48,7 +50,7 @@ def check_line(raw: bytes, source: str, number: int) -> tuple[bytes, bytes] | Li
     if not isinstance(data, dict):
         return LineError(source, number, "claim", f"not a JSON object: {type(data).__name__}")
     try:
-        return validate(data)
+        return validate(data, signing_key)
     except InvalidClaim as exc:
         key, _, reason = str(exc).partition(": ")
         claim_id = data.get("claim_id")
@@ -75,6 +77,7 @@ async def publish_file(
     prefix: str,
     partitions: int,
     on_error: Callable[[LineError], None],
+    signing_key: bytes | None = None,
 ) -> PublishResult:
     """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read."""
     names = TopicNames(prefix)
@@ -96,7 +99,7 @@ async def publish_file(
             number += 1
             if not raw.strip():
                 continue
-            checked = check_line(raw.rstrip(b"\r\n"), source, number)
+            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key)
             if isinstance(checked, LineError):
                 result.errors.append(checked)
                 on_error(checked)

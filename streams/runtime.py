@@ -14,6 +14,7 @@ from streams.codec import DecodeError, decode_claim, dumps, loads
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, StepResult
+from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.state import FactState
 from streams.topics import TopicNames, partition_for
 
@@ -258,9 +259,16 @@ class Runtime:
         before = proc.clock_us
         if arrival_us is not None:
             self._emit(proc.on_tick(arrival_us - self.lateness_us), partition, out)
+        key = claim.fact_key.encode()
+        unsigned = signature_problem(self.policy, claim.envelope)
+        if unsigned is not None:  # DLQ only: never decided, its id never marked seen
+            out.events.append(BAD_SIGNATURE)
+            out.sends.append(self._dead_letter(partition, offset, key, value, unsigned))
+            self._store_clock(proc, before)
+            self.facts.flush()
+            return out
         out.claim = claim
         step = proc.on_claim(claim)
-        key = claim.fact_key.encode()
         for reason in step.dead_letters:
             out.sends.append(self._dead_letter(partition, offset, key, value, reason))
         self._emit(step, partition, out)

@@ -31,10 +31,11 @@ def client_security() -> dict[str, Any]:
     }
     settings: dict[str, Any] = {v: os.environ[k] for k, v in mapping.items() if os.environ.get(k)}
     cafile = os.environ.get("CLAIMWATCH_SSL_CAFILE")
-    if cafile:
+    tls = str(settings.get("security_protocol", "")).upper() in ("SSL", "SASL_SSL")
+    if cafile or tls:  # aiokafka needs a context for SSL; without a CA file: the system's CAs
         import ssl
 
-        context = ssl.create_default_context(cafile=cafile)
+        context = ssl.create_default_context(cafile=cafile or None)
         cert, key = (
             os.environ.get("CLAIMWATCH_SSL_CERTFILE"),
             os.environ.get("CLAIMWATCH_SSL_KEYFILE"),

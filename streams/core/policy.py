@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -53,9 +54,11 @@ class FieldRule:
 class CompiledPolicy:
     """Policy lookups with their answers cached; immutable once built."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, signing_keys: Mapping[str, bytes] | None = None) -> None:
         self.policy = policy
         self.version = policy.policy_version
+        #: HMAC keys of the sources the policy's `signing` names (loaded at the edge)
+        self.signing_keys: dict[str, bytes] = dict(signing_keys or {})
         self._rules: dict[str, FieldRule] = {}
         self._views: dict[tuple[str, str], SourceView] = {}
 

@@ -1,0 +1,103 @@
+"""The runtime edge with a policy that requires signatures: bad ones go to the DLQ only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from schemas.policy import Policy
+from streams.core.policy import CompiledPolicy
+from streams.core.signing import signed
+from streams.core.timeutil import format_rfc3339
+from streams.metrics import dlq_reason_label
+from streams.runtime import Handled, Runtime
+from streams.topics import TopicNames, partition_for
+from tests.unit.test_processor import SECOND, T0
+
+NAMES = TopicNames("t.")
+KEY = b"ledger-a-key"
+FACT = b"invoice:1|payment_status"
+HOME = partition_for(FACT, 4)
+
+
+def signing_runtime() -> Runtime:
+    """A runtime whose policy requires ledger-a to sign and decides on every claim."""
+    policy = Policy.model_validate(
+        {
+            "policy_version": "sig-1",
+            "defaults": {"settle": "0s"},
+            "sources": {"ledger-a": {"authority": "system_of_record"}},
+            "fields": {"payment_status": {"type": "enum", "values": ["paid", "unpaid"]}},
+            "signing": {"ledger-a": {"env": "LEDGER_A_KEY"}},
+        }
+    )
+    return Runtime(CompiledPolicy(policy, {"ledger-a": KEY}), NAMES, 4, {})
+
+
+def envelope(value: str = "paid", source: str = "ledger-a", cid: str = "c1") -> dict[str, Any]:
+    """A payment_status claim of invoice:1, observed a second after T0."""
+    return {
+        "claim_id": cid,
+        "subject": "invoice:1",
+        "field": "payment_status",
+        "source": source,
+        "observed_at": format_rfc3339(T0 + SECOND),
+        "status": "ok",
+        "value": value,
+    }
+
+
+def decisions(handled: Handled) -> list[dict[str, Any]]:
+    """Decision records sent to the decisions topic."""
+    return [orjson.loads(s.value) for s in handled.sends if s.topic == NAMES.decisions]
+
+
+def dead_letters(handled: Handled) -> list[str]:
+    """Reasons of the records sent to the DLQ."""
+    return [
+        dict(s.headers)["claimwatch.reason"].decode() for s in handled.sends if s.topic == NAMES.dlq
+    ]
+
+
+FORGERIES = {
+    "missing": envelope(),
+    "wrong key": signed(envelope(), b"not-the-key"),
+    "changed value": {**signed(envelope("unpaid"), KEY), "value": "paid"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORGERIES))
+def test_bad_signature_goes_to_the_dlq_only_and_frees_the_id(case: str) -> None:
+    """Missing, wrong-key and replayed-with-changed-value: DLQ, no decision, id unseen."""
+    runtime = signing_runtime()
+    bad = runtime.handle(HOME, 0, FACT, orjson.dumps(FORGERIES[case]))
+    assert ([], ["bad_signature"]) == (
+        decisions(bad),
+        [dlq_reason_label(r) for r in dead_letters(bad)],
+    )
+    assert "bad_signature" in bad.events
+    assert None is bad.claim  # not counted as an accepted claim
+    assert FACT.decode() not in runtime.facts  # nothing stored: the id is not marked seen
+    good = runtime.handle(HOME, 1, FACT, orjson.dumps(signed(envelope(), KEY)))
+    (decision,) = decisions(good)
+    assert ("resolved", "paid", []) == (decision["outcome"], decision["value"], dead_letters(good))
+    assert ["c1"] == [c["claim_id"] for c in decision["claims"]]
+
+
+def test_every_forgery_in_a_row_then_the_genuine_claim_is_decided() -> None:
+    """Three forged attempts at one id do not block the real claim that follows."""
+    runtime = signing_runtime()
+    for offset, case in enumerate(sorted(FORGERIES)):
+        handled = runtime.handle(HOME, offset, FACT, orjson.dumps(FORGERIES[case]))
+        assert [] == decisions(handled)
+    good = runtime.handle(HOME, 3, FACT, orjson.dumps(signed(envelope(), KEY)))
+    assert ["paid"] == [d["value"] for d in decisions(good)]
+
+
+def test_sources_not_named_in_signing_are_decided_unsigned() -> None:
+    """Only the sources the policy names must sign."""
+    runtime = signing_runtime()
+    handled = runtime.handle(HOME, 0, FACT, orjson.dumps(envelope(source="reporting")))
+    assert (["paid"], []) == ([d["value"] for d in decisions(handled)], dead_letters(handled))
