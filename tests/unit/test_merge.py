@@ -1,0 +1,239 @@
+"""The three-way line merge: a table of cases, conflict markers and invariants (hypothesis)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streams.core.merge import MergeResult, merge, split_lines
+from tests.unit.merge_edits import disjoint_edits
+
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+LT, EQ, GT, BAR = "<<<<<<< ours\n", "=======\n", ">>>>>>> theirs\n", "||||||| base\n"
+
+# (id, base, ours, theirs, merged text, conflict regions)
+CASES = [
+    (
+        "disjoint paragraphs",
+        "Intro.\nMore intro.\n\nBody.\nMore body.\n\nEnd.\n",
+        "Intro, edited.\nMore intro.\n\nBody.\nMore body.\n\nEnd.\n",
+        "Intro.\nMore intro.\n\nBody.\nMore body.\n\nThe end.\nSigned.\n",
+        "Intro, edited.\nMore intro.\n\nBody.\nMore body.\n\nThe end.\nSigned.\n",
+        0,
+    ),
+    (
+        "same line changed differently",
+        "a\nb\nc\n",
+        "a\nX\nc\n",
+        "a\nY\nc\n",
+        f"a\n{LT}X\n{EQ}Y\n{GT}c\n",
+        1,
+    ),
+    ("adjacent lines changed", "a\nb\n", "A\nb\n", "a\nB\n", "A\nB\n", 0),
+    ("adjacent lines deleted", "a\nb\nc\n", "b\nc\n", "a\nc\n", "c\n", 0),
+    ("change next to a deletion", "a\nb\nc\n", "a\nB\nc\n", "a\nb\n", "a\nB\n", 0),
+    (
+        "insertion inside a deletion",
+        "a\nb\nc\nd\n",
+        "a\nb\nX\nc\nd\n",
+        "a\nd\n",
+        f"a\n{LT}b\nX\nc\n{EQ}{GT}d\n",
+        1,
+    ),
+    (
+        "insertion at the start of a deletion",
+        "a\nb\nc\nd\n",
+        "a\nX\nb\nc\nd\n",
+        "a\nd\n",
+        "a\nX\nd\n",
+        0,
+    ),
+    (
+        "insertion at the end of a deletion",
+        "a\nb\nc\nd\n",
+        "a\nb\nc\nX\nd\n",
+        "a\nd\n",
+        "a\nX\nd\n",
+        0,
+    ),
+    ("insertion before a change", "a\nb\nc\n", "a\nB\nc\n", "a\nX\nb\nc\n", "a\nX\nB\nc\n", 0),
+    ("insertion after a change", "a\nb\nc\n", "a\nB\nc\n", "a\nb\nX\nc\n", "a\nB\nX\nc\n", 0),
+    ("change against deletion", "a\nb\nc\n", "a\nB\nc\n", "a\nc\n", f"a\n{LT}B\n{EQ}{GT}c\n", 1),
+    ("deletion against change", "a\nb\nc\n", "a\nc\n", "a\nB\nc\n", f"a\n{LT}{EQ}B\n{GT}c\n", 1),
+    (
+        "change inside a wider change",
+        "a\nb\nc\nd\n",
+        "a\nb\nC\nd\n",
+        "a\nX\nY\nZ\nd\n",
+        f"a\n{LT}b\nC\n{EQ}X\nY\nZ\n{GT}d\n",
+        1,
+    ),
+    (
+        "one conflict spans a chain of overlaps",
+        "a\nb\nc\nd\ne\n",
+        "A\nB\nc\nD\ne\n",
+        "a\nX\nY\nZ\ne\n",
+        f"{LT}A\nB\nc\nD\n{EQ}a\nX\nY\nZ\n{GT}e\n",
+        1,
+    ),
+    (
+        "two separate conflicts",
+        "a\nb\nc\n",
+        "X\nb\nX\n",
+        "Y\nb\nY\n",
+        f"{LT}X\n{EQ}Y\n{GT}b\n{LT}X\n{EQ}Y\n{GT}",
+        2,
+    ),
+    ("empty ours deletes everything", "a\nb\n", "", "a\nb\n", "", 0),
+    ("empty ours against a change", "a\nb\n", "", "a\nB\n", f"{LT}{EQ}a\nB\n{GT}", 1),
+    ("empty theirs deletes everything", "a\nb\n", "a\nb\n", "", "", 0),
+    ("empty base, one side adds", "", "x\ny\n", "", "x\ny\n", 0),
+    ("empty base, both add the same", "", "x\n", "x\n", "x\n", 0),
+    ("empty base, both add differently", "", "x\n", "y\n", f"{LT}x\n{EQ}y\n{GT}", 1),
+    ("everything empty", "", "", "", "", 0),
+    ("identical edits apply once", "a\nb\nc\n", "a\nB\nc\n", "a\nB\nc\n", "a\nB\nc\n", 0),
+    ("identical deletions apply once", "a\nb\nc\n", "a\nc\n", "a\nc\n", "a\nc\n", 0),
+    ("edits at start and end", "a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n", "A\nb\nC\n", 0),
+    ("insertions at start and end", "a\nb\n", "X\na\nb\n", "a\nb\nY\n", "X\na\nb\nY\n", 0),
+    ("no trailing newline on one side", "a\nb\n", "A\nb\n", "a\nb", "A\nb", 0),
+    ("no trailing newline anywhere", "a\nb", "A\nb", "a\nB", "A\nB", 0),
+    (
+        "conflict on a last line without newline",
+        "a\nb",
+        "a\nX",
+        "a\nY",
+        f"a\n{LT}X\n{EQ}Y\n{GT}",
+        1,
+    ),
+    ("markers start their own line", "a\n", "x", "y\n", f"{LT}x\n{EQ}y\n{GT}", 1),
+    ("insertions at one point, same lines", "a\nb\n", "a\nX\nb\n", "a\nX\nb\n", "a\nX\nb\n", 0),
+    (
+        "insertions at one point, different lines",
+        "a\nb\n",
+        "a\nX\nb\n",
+        "a\nY\nb\n",
+        f"a\n{LT}X\n{EQ}Y\n{GT}b\n",
+        1,
+    ),
+    (
+        "lines both sides share stay outside the markers",
+        "a\nb\nc\n",
+        "a\nP\nX\nS\nc\n",
+        "a\nP\nY\nS\nc\n",
+        f"a\nP\n{LT}X\n{EQ}Y\n{GT}S\nc\n",
+        1,
+    ),
+    ("CRLF line endings are kept", "a\r\nb\r\n", "A\r\nb\r\n", "a\r\nB\r\n", "A\r\nB\r\n", 0),
+]
+
+DIFF3_CASES = [
+    (
+        "diff3 shows the base",
+        "a\nb\nc\n",
+        "a\nX\nc\n",
+        "a\nY\nc\n",
+        f"a\n{LT}X\n{BAR}b\n{EQ}Y\n{GT}c\n",
+    ),
+    (
+        "diff3 keeps shared lines inside",
+        "a\nb\nc\n",
+        "a\nP\nX\nc\n",
+        "a\nP\nY\nc\n",
+        f"a\n{LT}P\nX\n{BAR}b\n{EQ}P\nY\n{GT}c\n",
+    ),
+    ("diff3 base without newline", "a", "x\n", "y\n", f"{LT}x\n{BAR}a\n{EQ}y\n{GT}"),
+    ("diff3 empty base section", "", "x\n", "y\n", f"{LT}x\n{BAR}{EQ}y\n{GT}"),
+]
+
+
+@pytest.mark.parametrize(
+    ("base", "ours", "theirs", "text", "conflicts"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_merge_table(base: str, ours: str, theirs: str, text: str, conflicts: int) -> None:
+    """Each case merges to the expected text with the expected number of conflict regions."""
+    result = merge(base, ours, theirs)
+    assert MergeResult(text, conflicts) == result
+    assert (conflicts == 0) == result.clean
+
+
+@pytest.mark.parametrize(
+    ("base", "ours", "theirs", "text"),
+    [case[1:] for case in DIFF3_CASES],
+    ids=[case[0] for case in DIFF3_CASES],
+)
+def test_diff3_style(base: str, ours: str, theirs: str, text: str) -> None:
+    """The diff3 style adds the base lines between `||||||| base` and `=======`."""
+    assert MergeResult(text, 1) == merge(base, ours, theirs, style="diff3")
+
+
+def test_diff3_style_changes_nothing_in_a_clean_merge() -> None:
+    """Without conflicts both styles give the same text."""
+    assert merge("a\nb\n", "A\nb\n", "a\nB\n") == merge("a\nb\n", "A\nb\n", "a\nB\n", "diff3")
+
+
+def test_unknown_style_is_refused() -> None:
+    """A style other than merge or diff3 raises ValueError naming the style."""
+    with pytest.raises(ValueError, match="'zdiff3'"):
+        merge("a\n", "b\n", "c\n", style="zdiff3")  # type: ignore[arg-type]
+
+
+def test_split_lines_keeps_endings() -> None:
+    """Lines keep their endings (a lone CR is no line break); an empty text has no lines."""
+    assert ["a\n", "b\r\n", "c\rd"] == split_lines("a\nb\r\nc\rd")
+    assert [] == split_lines("")
+    assert ["\n", "\n"] == split_lines("\n\n")
+
+
+# Lines from a small alphabet, so that texts repeat lines and the diffs have choices to make.
+_line = st.sampled_from(["a\n", "b\n", "c\n", "\n", "a", "b"])
+_text = st.lists(_line, max_size=10).map(lambda lines: "".join(lines))
+
+
+def merging_with_an_unchanged_side_returns_the_other_side(base: str, edited: str) -> bool:
+    """When one side is the base, the merge is clean and equals the other side."""
+    return MergeResult(edited, 0) == merge(base, base, edited) and MergeResult(edited, 0) == merge(
+        base, edited, base
+    )
+
+
+def merge_is_symmetric_up_to_marker_order(base: str, ours: str, theirs: str) -> bool:
+    """Swapping the sides gives the same conflict count and, when clean, the same text."""
+    forward, backward = merge(base, ours, theirs), merge(base, theirs, ours)
+    if forward.clean:
+        return forward == backward
+    return forward.conflicts == backward.conflicts
+
+
+def a_clean_merge_of_disjoint_edits_contains_every_edited_line(rng: random.Random) -> bool:
+    """Edits that share no base line (touching or not) merge cleanly and keep every new line."""
+    edits = disjoint_edits(rng, touching=True)
+    result = merge(edits.base, edits.ours, edits.theirs)
+    lines = split_lines(result.text)
+    return result.clean and all(line in lines for line in edits.added)
+
+
+@PROPERTY
+@given(base=_text, edited=_text)
+def test_merging_with_an_unchanged_side_returns_the_other_side(base: str, edited: str) -> None:
+    """Property: merging with an unchanged side returns the other side."""
+    assert True is merging_with_an_unchanged_side_returns_the_other_side(base, edited)
+
+
+@PROPERTY
+@given(base=_text, ours=_text, theirs=_text)
+def test_merge_is_symmetric_up_to_marker_order(base: str, ours: str, theirs: str) -> None:
+    """Property: merge is symmetric up to marker order."""
+    assert True is merge_is_symmetric_up_to_marker_order(base, ours, theirs)
+
+
+@PROPERTY
+@given(rng=st.randoms(use_true_random=False))
+def test_a_clean_merge_of_disjoint_edits_contains_every_edited_line(rng: random.Random) -> None:
+    """Property: a clean merge of disjoint edits contains every edited line."""
+    assert True is a_clean_merge_of_disjoint_edits_contains_every_edited_line(rng)
