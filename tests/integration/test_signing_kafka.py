@@ -1,0 +1,102 @@
+"""Signed claims on the real broker: forgeries reach the DLQ only, the genuine claim is decided."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.core.signing import signed
+from streams.publisher import Publisher
+from tests.integration.harness import (
+    TopicReader,
+    Workers,
+    ago,
+    decisions_by_fact,
+    read_topic,
+    wait_for_ticks,
+    write_policy,
+)
+
+pytest_plugins = ["tests.integration.harness"]
+pytestmark = pytest.mark.kafka
+
+KEY = "integration-ledger-key"
+POLICY = """\
+policy_version: signing-it-1
+defaults: {settle: 0s}
+sources:
+  ledger:    {authority: system_of_record, lineage: ledger}
+  reporting: {authority: derived, lineage: reporting}
+fields:
+  payment_status: {type: enum, values: [paid, unpaid], freshness: 5m}
+signing:
+  ledger: {env: CW_IT_LEDGER_KEY}
+"""
+FACT = "invoice:SIG-1|payment_status"
+
+
+def envelope(value: str, cid: str = "sig-1", source: str = "ledger@eu") -> dict[str, Any]:
+    """A payment_status claim of invoice:SIG-1."""
+    return {
+        "claim_id": cid,
+        "subject": "invoice:SIG-1",
+        "field": "payment_status",
+        "source": source,
+        "observed_at": ago(1),
+        "status": "ok",
+        "value": value,
+    }
+
+
+async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forged claims go to the DLQ undecided; the genuine claim with their id is then decided.
+
+    Missing, wrong-key and changed-value signatures are `bad_signature`; the id is never
+    marked seen, so the correctly signed claim that follows with the same id is decided.
+    """
+    monkeypatch.setenv("CW_IT_LEDGER_KEY", KEY)  # the worker subprocess inherits it
+    worker = await workers.launch(write_policy(tmp_path, POLICY))
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    genuine = signed(envelope("unpaid"), KEY.encode())
+    forgeries = [
+        envelope("paid"),  # missing
+        signed(envelope("paid"), b"a-guessed-key"),  # wrong key
+        {**genuine, "value": "paid"},  # a real signature replayed with a changed value
+    ]
+    async with Publisher(kafka_bootstrap, worker.prefix) as publisher:
+        await publisher.publish_many(forgeries)
+    async with TopicReader(kafka_bootstrap, worker.names.dlq) as dlq:
+        await dlq.wait_for(lambda records: len(records) >= 3, 45, "three dead letters")
+    reasons = [r.headers["claimwatch.reason"].decode() for r in dlq.records]
+    assert 3 == len(reasons)
+    assert all(r.startswith("bad_signature: ") for r in reasons), reasons
+    assert ["missing", "does not match", "does not match"] == [
+        "missing" if "missing" in r else "does not match" if "does not match" in r else r
+        for r in reasons
+    ]
+
+    async with Publisher(kafka_bootstrap, worker.prefix, signing_key=KEY.encode()) as publisher:
+        await publisher.publish_many([envelope("unpaid")])
+    async with TopicReader(kafka_bootstrap, worker.names.decisions) as decisions:
+        await decisions.wait_for(lambda records: len(records) >= 1, 45, "a decision")
+        await decisions.drain(idle=1.5)
+    (history,) = decisions_by_fact(decisions.records).values()
+    (decision,) = history  # nothing was decided from the forged claims
+    assert (FACT, "resolved", "unpaid") == (
+        f"{decision['subject']}|{decision['field']}",
+        decision["outcome"],
+        decision["value"],
+    )
+    (considered,) = decision["claims"]
+    assert ("sig-1", "won") == (considered["claim_id"], considered["disposition"])
+    assert 64 == len(considered["signature"])
+
+    assert 3 == len(await read_topic(kafka_bootstrap, worker.names.dlq, idle=0.5))
+    status, body = await worker.get("/metrics")
+    assert 200 == status
+    assert 'claimwatch_dlq_messages_total{reason="bad_signature"} 3.0' in body.decode()
+    assert 'claimwatch_stream_events_total{event="bad_signature"} 3.0' in body.decode()
