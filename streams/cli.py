@@ -364,3 +364,12 @@ def _register_audit() -> None:
 
 
 _register_audit()
+
+
+def _register_merge() -> None:
+    from streams import merge_cmd
+
+    app.command("merge")(merge_cmd.merge_files)
+
+
+_register_merge()
