@@ -45,6 +45,30 @@ def _fate(claim: Mapping[str, Any], winner: Mapping[str, Any] | None) -> str:
     )
 
 
+def _unverified(record: Mapping[str, Any], claim: Mapping[str, Any]) -> str | None:
+    """Why an asserted claim (a user's word) is marked "asserted, not verified", else None.
+
+    It is marked when it decided the value alone, when the decided value disagrees with it,
+    and when the stronger sources are in conflict; an assertion that agrees with a stronger
+    decided value, or that did not count (stale, rejected, no evidence), is not.
+    """
+    if claim.get("authority") != "asserted":
+        return None
+    winner = next((c for c in record["claims"] if c["disposition"] == "won"), None)
+    if claim["disposition"] == "won":
+        return "asserted, not verified: no stronger source confirms it"
+    if claim["disposition"] != "outranked":
+        return None
+    if record["outcome"] == "resolved" and winner is not None and claim.get("dissent"):
+        return (
+            f"asserted, not verified: {winner['source']} ({winner['authority']}) "
+            f"still shows {_value(winner)}"
+        )
+    if record["outcome"] == "conflict":
+        return "asserted, not verified: the stronger sources disagree among themselves"
+    return None
+
+
 def explain(record: Mapping[str, Any]) -> str:
     """A few lines a support engineer or an auditor can read."""
     claims = record["claims"]
@@ -63,6 +87,12 @@ def explain(record: Mapping[str, Any]) -> str:
             f"The value is {shown}, from {winner['source']} ({winner['authority']}), "
             f"with {record['corroboration']} independent lineage(s) agreeing."
         )
+        for claim in claims:
+            if claim["disposition"] == "outranked" and _unverified(record, claim):
+                lines.append(
+                    f"Asserted, not verified: {claim['source']} said {_value(claim)}, but "
+                    f"{winner['source']} ({winner['authority']}) still shows {shown}."
+                )
     elif record["outcome"] == "conflict":
         kind = record.get("conflict_kind")
         lines.append(f"The strongest sources disagree ({kind} conflict); no value is decided:")
@@ -72,9 +102,11 @@ def explain(record: Mapping[str, Any]) -> str:
     lines.append(f"Why: {record['reason']}.")
     lines.append("Claims considered:")
     for claim in claims:
+        unverified = _unverified(record, claim)
         lines.append(
             f"  - {claim['source']} ({claim['authority']}) said {_value(claim)} at "
-            f"{claim.get('observed_at') or 'an unknown time'}: {_fate(claim, winner)}."
+            f"{claim.get('observed_at') or 'an unknown time'}: {_fate(claim, winner)}"
+            f"{f' ({unverified})' if unverified else ''}."
         )
     action = {
         "proceed": "proceed: the agent may act on this value",

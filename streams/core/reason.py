@@ -47,4 +47,7 @@ def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | N
         parts.append(f"{count['outranked']} outranked")
     if winner["authority"] == "asserted":
         parts.append("an assertion is not proof of state")
+    disputed = sum(1 for c in claims if c["authority"] == "asserted" and c.get("dissent"))
+    if disputed:
+        parts.append(f"{disputed} user assertion(s) disagree: asserted, not verified")
     return "; ".join(parts)

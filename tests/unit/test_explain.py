@@ -382,3 +382,65 @@ def test_cli_unknown_id_exits_1(decisions_file: tuple[Path, list[dict[str, Any]]
         f"claimwatch: no decision dec_00000000000000000000000000000000 in {path}\n".encode()
         == proc.stderr
     )
+
+
+def test_user_assertion_the_owner_disagrees_with_is_marked_not_verified(
+    policy: CompiledPolicy,
+) -> None:
+    """The user's "paid" stays in the record as evidence and is rendered asserted, not verified."""
+    record = _decide(
+        policy,
+        _claim("own-1", "billing-api", "unpaid", at="12:20"),
+        _claim("usr-1", "user", "paid", at="12:25"),
+    )
+    assert ("resolved", "unpaid") == (record["outcome"], record["value"])
+    kept = {
+        c["claim_id"]: (c["authority"], c["disposition"], c.get("dissent"))
+        for c in record["claims"]
+    }
+    assert ("asserted", "outranked", True) == kept["usr-1"]
+    _assert_matches_record(record)
+    lines = _lines(record)
+    assert (
+        'Asserted, not verified: user said "paid", but billing-api (system_of_record) '
+        'still shows "unpaid".'
+    ) == lines[3]
+    assert _claim_lines(record)["usr-1"].endswith(
+        "was outranked and dissents from the decided value (asserted, not verified: "
+        'billing-api (system_of_record) still shows "unpaid").'
+    )
+    assert record["reason"].endswith("; 1 user assertion(s) disagree: asserted, not verified")
+
+
+def test_user_assertion_that_agrees_or_went_stale_is_not_marked(policy: CompiledPolicy) -> None:
+    """An assertion confirmed by the owner, or one too old to count, carries no mark."""
+    record = _decide(
+        policy,
+        _claim("own-2", "billing-api", "paid", at="12:20"),
+        _claim("usr-2", "user", "paid", at="12:25"),
+        _claim("usr-3", "user@mobile", "unpaid", at="05:00"),
+    )
+    text = explain(record)
+    assert ("resolved", "proceed") == (record["outcome"], record["action"])
+    assert "not verified" not in text
+    assert "not verified" not in record["reason"]
+
+
+def test_user_assertion_alone_or_beside_a_conflict_is_not_verified(
+    policy: CompiledPolicy,
+) -> None:
+    """A lone assertion decides nothing proven; beside a conflict of owners it is unverified."""
+    alone = _decide(policy, _claim("usr-4", "user", "paid"))
+    assert _claim_lines(alone)["usr-4"].endswith(
+        "won (asserted, not verified: no stronger source confirms it)."
+    )
+    split = _decide(
+        policy,
+        _claim("own-3", "billing-api@us", "paid", lineage="us"),
+        _claim("own-4", "billing-api@eu", "unpaid", lineage="eu"),
+        _claim("usr-5", "user", "paid"),
+    )
+    assert "conflict" == split["outcome"]
+    assert _claim_lines(split)["usr-5"].endswith(
+        "(asserted, not verified: the stronger sources disagree among themselves)."
+    )
