@@ -30,6 +30,9 @@ class Pipeline:
     verdicts: Any
     verdicts_decisions: Any
     verdicts_table: Any
+    publish: Any = None
+    publish_results: Any = None
+    docs: Any = None
 
 
 def _credentials(security: dict[str, Any]) -> Any:
@@ -116,6 +119,12 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     verdicts_table = app.Table(
         "verdicts", schema=raw, partitions=settings.partitions, changelog_topic=verdicts_changelog
     )
+    docs_changelog = raw_topic(
+        f"{names.prefix}{settings.app_id}.docs-changelog", compacting=True, internal=True
+    )
+    docs = app.Table(
+        "docs", schema=raw, partitions=settings.partitions, changelog_topic=docs_changelog
+    )
     return Pipeline(
         app=app,
         settings=settings,
@@ -139,4 +148,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         verdicts=raw_topic(names.verdicts),
         verdicts_decisions=raw_topic(names.verdicts_decisions),
         verdicts_table=verdicts_table,
+        publish=raw_topic(names.publish),
+        publish_results=raw_topic(names.publish_results),
+        docs=docs,
     )

@@ -59,6 +59,20 @@ class TopicNames:
         """One decision per request, keyed by request id."""
         return f"{self.prefix}verdicts.decisions"
 
+    @property
+    def publish(self) -> str:
+        """Document publish and append requests, keyed by path."""
+        return f"{self.prefix}publish"
+
+    @property
+    def publish_results(self) -> str:
+        """One result per document request, keyed by path."""
+        return f"{self.prefix}publish.results"
+
+    def per_path(self) -> list[str]:
+        """Topics keyed by document path, with the claims topic's partition count."""
+        return [self.publish, self.publish_results]
+
     def per_request(self) -> list[str]:
         """Topics keyed by request id, with the claims topic's partition count."""
         return [self.verdicts, self.verdicts_decisions]
@@ -100,7 +114,7 @@ async def ensure_topics(
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        wanted = [*names.per_fact(), *names.per_request(), names.alerts]
+        wanted = [*names.per_fact(), *names.per_request(), *names.per_path(), names.alerts]
         configs = names.configs()
         new = [
             NewTopic(

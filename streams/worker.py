@@ -9,6 +9,8 @@ from streams.agents import install
 from streams.alerting import AlertRuntime
 from streams.app import build_app
 from streams.core.argue.verdicts import VerdictConfig
+from streams.docs_agents import install_docs
+from streams.docs_edge import DocsEdge
 from streams.metrics import Metrics
 from streams.policy_file import load_policy
 from streams.runtime import Runtime
@@ -28,7 +30,9 @@ def run_worker(settings: WorkerSettings) -> None:
     edge = VerdictsEdge(
         VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
     )
-    install(pipe, runtime, alerting, Metrics(policy), edge)
+    metrics = Metrics(policy)
+    install(pipe, runtime, alerting, metrics, edge)
+    install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics)
     from faust import Worker
 
     logging.getLogger("faust").setLevel(settings.log_level.upper())

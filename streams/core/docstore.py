@@ -9,14 +9,18 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 #: How many conflict responses a document remembers for redelivered requests.
-REMEMBERED_CONFLICTS: Final = 256
+REMEMBERED_CONFLICTS: Final = 64
 #: Longest accepted document path (characters) and request id.
 MAX_PATH: Final = 512
 MAX_REQUEST_ID: Final = 128
+#: Largest body a version may have (UTF-8 bytes), so a version fits one Kafka record.
+MAX_BODY_BYTES: Final = 256 * 1024
 OPS: Final = ("publish", "append")
 #: A path may not end like the versioned page's suffix (`.../v/<n>`), so URLs stay unambiguous.
 _VERSION_SUFFIX: Final = re.compile(r"(^|/)v/[0-9]+$")
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+#: Characters that would change a URL's meaning when a page is forwarded to the owner.
+_URL_SPECIAL: Final = re.compile(r"[?#%]")
 
 Op = Literal["publish", "append"]
 
@@ -100,6 +104,8 @@ def check_path(path: object) -> str:
         raise RequestError(f"path: longer than {MAX_PATH} characters")
     if _CONTROL.search(path):
         raise RequestError("path: contains control characters")
+    if _URL_SPECIAL.search(path):
+        raise RequestError("path: contains '?', '#' or '%'")
     if path.startswith("/") or path.endswith("/") or "//" in path:
         raise RequestError("path: leading, trailing or doubled '/'")
     if _VERSION_SUFFIX.search(path):
@@ -157,7 +163,8 @@ def apply(
 ) -> tuple[DocState, dict[str, Any]]:
     """Apply one request: (new state, response). A repeated request id changes nothing.
 
-    A mapping is validated first (RequestError when it is not a valid request).
+    A mapping is validated first; RequestError when it is not a valid request or the new
+    version's body would exceed MAX_BODY_BYTES (nothing changes then).
     """
     if not isinstance(request, Request):
         request = validate(request)
@@ -182,6 +189,9 @@ def apply(
         }
         kept = (*state.conflicts, (request_id, response))[-REMEMBERED_CONFLICTS:]
         return DocState(state.path, state.versions, kept), response
+    size = len(body.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise RequestError(f"body: the version would have {size} bytes, over {MAX_BODY_BYTES}")
     version = Version(state.version + 1, body, content_hash(body), request_id)
     new = DocState(state.path, (*state.versions, version), state.conflicts)
     return new, _ok(new, version)

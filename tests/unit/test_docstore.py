@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from streams.core.docstore import (
+    MAX_BODY_BYTES,
     REMEMBERED_CONFLICTS,
     DocState,
     RequestError,
@@ -136,6 +137,9 @@ def test_request_for_another_path_is_refused() -> None:
         ({"path": "a//b", "body": "x", "expected_version": 0}, "doubled"),
         ({"path": "a\nb", "body": "x", "expected_version": 0}, "control characters"),
         ({"path": "a/v/3", "body": "x", "expected_version": 0}, "v/<number>"),
+        ({"path": "v/3", "body": "x", "expected_version": 0}, "v/<number>"),
+        ({"path": "a?b", "body": "x", "expected_version": 0}, "'?', '#' or '%'"),
+        ({"path": "50%", "body": "x", "expected_version": 0}, "'?', '#' or '%'"),
         ({"path": "a" * 513, "body": "x", "expected_version": 0}, "longer than"),
         ({"path": "a", "body": 3, "expected_version": 0}, "body: missing or not a string"),
         ({"path": "a", "expected_version": 0}, "body: missing"),
@@ -159,3 +163,14 @@ def test_paths_with_slashes_and_v_segments_inside_are_accepted() -> None:
     """Slashes, a `v` segment not at the end, and non-ASCII characters are fine."""
     for path in ["a/b/c.md", "v/1/notes", "docs/v/draft", "notes/π.md"]:
         assert path == validate({"path": path, "body": "", "expected_version": 0}).path
+
+
+def test_body_over_the_limit_is_refused_and_changes_nothing() -> None:
+    """A publish, or an append that would grow the body past the limit, is a RequestError."""
+    state, _ = apply(DocState("notes/a.md"), _req("x" * (MAX_BODY_BYTES - 1)), "r1")
+    with pytest.raises(RequestError, match="over"):
+        apply(state, _req("yy", op="append"), "r2")
+    with pytest.raises(RequestError, match="over"):
+        apply(DocState("notes/a.md"), _req("é" * (MAX_BODY_BYTES // 2 + 1)), "r3")
+    state, response = apply(state, _req("y", op="append"), "r4")
+    assert (2, MAX_BODY_BYTES) == (response["version"], len(state.versions[-1].body))

@@ -1,0 +1,89 @@
+"""The documents agent and its pages: load the document, apply the request, store and answer.
+
+Routes: ``GET /docs/{path}`` (latest version) and ``GET /docs/{path}/v/{n}`` (version n).
+A path may contain slashes and is matched literally (``{path:.+}``); the versioned route is
+tried first, which is unambiguous because the store refuses paths ending in ``v/<number>``.
+Any worker answers: the page is forwarded to the owner of the path's partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faust
+
+from streams.agents import _forward, _owner_url, _recovering, _send
+from streams.app import Pipeline
+from streams.core.docstore import Version
+from streams.docs_edge import DocsEdge
+from streams.metrics import Metrics, dlq_reason_label
+
+
+def _page(path: str, version: Version) -> dict[str, Any]:
+    """The JSON of a document page."""
+    return {
+        "path": path,
+        "version": version.number,
+        "body": version.body,
+        "content_hash": version.content_hash,
+    }
+
+
+def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
+    """Register the documents agent (concurrency 1) and the /docs pages."""
+    app = pipe.app
+    topics = {
+        pipe.names.publish: pipe.publish,
+        pipe.names.publish_results: pipe.publish_results,
+        pipe.names.dlq: pipe.dlq,
+    }
+
+    @app.agent(pipe.publish, concurrency=1)
+    async def process_docs(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            message = event.message
+            handled = edge.handle(message.partition, message.offset, message.key, event.value)
+            for out in handled.sends:
+                await _send(topics[out.topic], out)
+                if out.headers:
+                    reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+                    metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+            for name in handled.events:
+                metrics.events.labels(name).inc()
+
+    async def on_docs_recovered() -> None:
+        edge.forget()
+
+    pipe.docs.on_recover(on_docs_recovered)
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def on_docs_revoked(_app: Any, revoked: Any, **_: Any) -> None:
+        edge.forget()
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_docs_assigned(_app: Any, assigned: Any, **_: Any) -> None:
+        edge.forget()
+
+    async def answer(web: Any, request: Any, path: str, number: int | None) -> Any:
+        # the docs table has the same partition count and key partitioner as the resolutions
+        # table, so the owner of the key's resolutions partition owns its docs partition too
+        owner = _owner_url(app, pipe, path.encode())
+        if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
+            if request.headers.get("X-Claimwatch-Forwarded"):
+                return web.json({"error": "partition owner unknown"}, status=503)
+            return await _forward(owner, request)
+        if _recovering(app):
+            return web.json({"error": "recovering"}, status=503)
+        version = edge.version(path, number)
+        if version is None:
+            what = "document" if number is None else f"version {number} of"
+            return web.json({"error": f"no {what} {path}"}, status=404)
+        return web.json(_page(path, version))
+
+    @app.page("/docs/{path:.+}/v/{n:[0-9]+}")
+    async def doc_version_page(web: Any, request: Any, path: str, n: str) -> Any:
+        return await answer(web, request, path, int(n))
+
+    @app.page("/docs/{path:.+}")
+    async def doc_page(web: Any, request: Any, path: str) -> Any:
+        return await answer(web, request, path, None)
