@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from schemas.alert import AlertRecord
 from schemas.claim import ClaimEnvelope
 from schemas.decision import DecisionRecord
+from schemas.plan import PlanRecord, StepStatusRecord
 from schemas.policy import Policy
 from schemas.publish import PublishRequest, PublishResult
 from schemas.verdict import VerdictDecision, VerdictSignal
@@ -24,6 +25,8 @@ MODELS: Final[dict[str, type[BaseModel]]] = {
     "alert": AlertRecord,
     "verdict_signal": VerdictSignal,
     "verdict_decision": VerdictDecision,
+    "plan": PlanRecord,
+    "plan_step_status": StepStatusRecord,
     "publish_request": PublishRequest,
     "publish_result": PublishResult,
 }

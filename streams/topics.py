@@ -73,6 +73,30 @@ class TopicNames:
         """Topics keyed by document path, with the claims topic's partition count."""
         return [self.publish, self.publish_results]
 
+    @property
+    def plans(self) -> str:
+        """Plans (steps and the facts they read), keyed by plan id."""
+        return f"{self.prefix}plans"
+
+    @property
+    def plans_steps(self) -> str:
+        """The status of each plan step, keyed by plan id."""
+        return f"{self.prefix}plans.steps"
+
+    @property
+    def plans_interest(self) -> str:
+        """Internal: a plan starts or stops reading a fact; keyed by fact key."""
+        return f"{self.prefix}plans.interest"
+
+    @property
+    def plans_updates(self) -> str:
+        """Internal: a fact's current decision for one plan reading it; keyed by plan id."""
+        return f"{self.prefix}plans.updates"
+
+    def per_plan(self) -> list[str]:
+        """Topics of plan blocking, with the claims topic's partition count."""
+        return [self.plans, self.plans_steps, self.plans_interest, self.plans_updates]
+
     def per_request(self) -> list[str]:
         """Topics keyed by request id, with the claims topic's partition count."""
         return [self.verdicts, self.verdicts_decisions]
@@ -115,6 +139,7 @@ async def ensure_topics(
     try:
         existing = set(await admin.list_topics())
         wanted = [*names.per_fact(), *names.per_request(), *names.per_path(), names.alerts]
+        wanted += names.per_plan()
         configs = names.configs()
         new = [
             NewTopic(
