@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
@@ -30,6 +31,8 @@ from streams.topics import TopicNames
 #: Merged publishes tried again after another writer slipped in, before `contention`.
 MAX_RETRIES: Final = 3
 OnConflict = Literal["fail", "merge"]
+Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Fetch = Callable[[str, int | None], Awaitable[dict[str, Any] | None]]
 
 
 class DocsError(RuntimeError):
@@ -126,7 +129,9 @@ class DocsClient:
         result = await self.send({**request, "op": "publish"})
         if result["status"] == "ok" or on_conflict == "fail":
             return result
-        return await self._merge(path, body, expected_version, result)
+        return await merge_and_publish(
+            self.send, self.fetch, path, body, expected_version, result, self.max_retries
+        )
 
     async def append(self, path: str, body: str) -> dict[str, Any]:
         """Append `body` to the current version (always applies; never merges)."""
@@ -179,59 +184,6 @@ class DocsClient:
                     future.set_exception(DocsError(f"reading results failed: {exc!r}"))
             raise
 
-    # ------------------------------------------------------------------ merge
-
-    async def _merge(
-        self, path: str, ours: str, expected: int, conflict: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The merge loop: fetch base and latest, diff3, republish; bounded retries."""
-        base_body = ""
-        if expected > 0:
-            base = await self.fetch(path, expected)
-            if base is None:
-                return {**conflict, "mergeable": False, "reason": "base_missing"}
-            base_body = str(base["body"])
-        last = conflict
-        for attempt in range(self.max_retries + 1):
-            latest = await self.fetch(path)
-            if latest is None:
-                raise DocsError(f"{path}: the store reported a conflict but has no document")
-            theirs = int(latest["version"])
-            merged = merge(base_body, ours, str(latest["body"]))
-            if not merged.clean:
-                return {
-                    "status": "conflict",
-                    "path": path,
-                    "mergeable": False,
-                    "version": theirs,
-                    "expected_version": expected,
-                    "content_hash": latest["content_hash"],
-                    "conflicts": merged.conflicts,
-                    "body": merged.text,
-                }
-            result = await self.send(
-                {"path": path, "body": merged.text, "expected_version": theirs, "op": "publish"}
-            )
-            if result["status"] == "ok":
-                return {
-                    **result,
-                    "merged": True,
-                    "base_version": expected,
-                    "their_version": theirs,
-                    "retries": attempt,
-                }
-            last = result
-        return {
-            "status": "conflict",
-            "path": path,
-            "mergeable": False,
-            "reason": "contention",
-            "retries": self.max_retries,
-            "version": last["version"],
-            "expected_version": expected,
-            "content_hash": last.get("content_hash"),
-        }
-
     async def fetch(self, path: str, version: int | None = None) -> dict[str, Any] | None:
         """A worker's ``GET /docs/{path}[/v/{n}]`` page (None: 404); 503s are waited out."""
         if self.web_url is None or self._http is None:
@@ -254,3 +206,67 @@ class DocsClient:
                 problem = repr(exc)
             await asyncio.sleep(0.2)
         raise DocsError(f"GET {url} failed for {self.timeout:.0f}s: {problem}")
+
+
+async def merge_and_publish(
+    send: Send,
+    fetch: Fetch,
+    path: str,
+    ours: str,
+    expected: int,
+    conflict: dict[str, Any],
+    max_retries: int = MAX_RETRIES,
+) -> dict[str, Any]:
+    """The merge loop after `conflict`: fetch base and latest, diff3, republish, retry.
+
+    `send` sends one request and returns its result; `fetch` returns a document page (the
+    latest when the version is None) or None. The loop always merges against the latest
+    version at fetch time; it gives up with ``reason: contention`` after `max_retries`
+    merged publishes that conflicted again.
+    """
+    base_body = ""
+    if expected > 0:
+        base = await fetch(path, expected)
+        if base is None:
+            return {**conflict, "mergeable": False, "reason": "base_missing"}
+        base_body = str(base["body"])
+    last = conflict
+    for attempt in range(max_retries + 1):
+        latest = await fetch(path, None)
+        if latest is None:
+            raise DocsError(f"{path}: the store reported a conflict but has no document")
+        theirs = int(latest["version"])
+        merged = merge(base_body, ours, str(latest["body"]))
+        if not merged.clean:
+            return {
+                "status": "conflict",
+                "path": path,
+                "mergeable": False,
+                "version": theirs,
+                "expected_version": expected,
+                "content_hash": latest["content_hash"],
+                "conflicts": merged.conflicts,
+                "body": merged.text,
+            }
+        result = await send(
+            {"path": path, "body": merged.text, "expected_version": theirs, "op": "publish"}
+        )
+        if result["status"] == "ok":
+            return {
+                **result,
+                "merged": True,
+                "base_version": expected,
+                "their_version": theirs,
+                "retries": attempt,
+            }
+        last = result
+    return {
+        "status": "conflict",
+        "path": path,
+        "mergeable": False,
+        "reason": "contention",
+        "retries": max_retries,
+        "version": last["version"],
+        "expected_version": expected,
+        "content_hash": last.get("content_hash"),
+    }
