@@ -30,6 +30,8 @@ class Pipeline:
     verdicts: Any
     verdicts_decisions: Any
     verdicts_table: Any
+    plans_table: Any = None
+    plan_facts: Any = None
     publish: Any = None
     publish_results: Any = None
     docs: Any = None
@@ -119,6 +121,21 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     verdicts_table = app.Table(
         "verdicts", schema=raw, partitions=settings.partitions, changelog_topic=verdicts_changelog
     )
+    plans_changelog = raw_topic(
+        f"{names.prefix}{settings.app_id}.plans-changelog", compacting=True, internal=True
+    )
+    plans_table = app.Table(
+        "plans", schema=raw, partitions=settings.partitions, changelog_topic=plans_changelog
+    )
+    plan_facts_changelog = raw_topic(
+        f"{names.prefix}{settings.app_id}.plan-facts-changelog", compacting=True, internal=True
+    )
+    plan_facts = app.Table(
+        "plan_facts",
+        schema=raw,
+        partitions=settings.partitions,
+        changelog_topic=plan_facts_changelog,
+    )
     docs_changelog = raw_topic(
         f"{names.prefix}{settings.app_id}.docs-changelog", compacting=True, internal=True
     )
@@ -148,6 +165,8 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         verdicts=raw_topic(names.verdicts),
         verdicts_decisions=raw_topic(names.verdicts_decisions),
         verdicts_table=verdicts_table,
+        plans_table=plans_table,
+        plan_facts=plan_facts,
         publish=raw_topic(names.publish),
         publish_results=raw_topic(names.publish_results),
         docs=docs,

@@ -12,6 +12,7 @@ from streams.core.argue.verdicts import VerdictConfig
 from streams.docs_agents import install_docs
 from streams.docs_edge import DocsEdge
 from streams.metrics import Metrics
+from streams.plans_agents import install_plans, plans_edge
 from streams.policy_file import load_policy
 from streams.runtime import Runtime
 from streams.settings import WorkerSettings, client_security
@@ -33,6 +34,7 @@ def run_worker(settings: WorkerSettings) -> None:
     metrics = Metrics(policy)
     install(pipe, runtime, alerting, metrics, edge)
     install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics)
+    install_plans(pipe, plans_edge(pipe), metrics)
     from faust import Worker
 
     logging.getLogger("faust").setLevel(settings.log_level.upper())

@@ -1,0 +1,84 @@
+"""The plan-blocking agents: thin loops that hand records to `PlansEdge` and send its output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faust
+
+from streams.app import Pipeline
+from streams.metrics import Metrics, dlq_reason_label
+from streams.plans_edge import PlansEdge, PlansHandled
+from streams.runtime import Outgoing
+from streams.topics import TopicNames
+
+
+def plans_edge(pipe: Pipeline) -> PlansEdge:
+    """The edge over the pipeline's plan tables and its resolutions table."""
+    return PlansEdge(
+        pipe.names, pipe.settings.partitions, pipe.plans_table, pipe.plan_facts, pipe.resolutions
+    )
+
+
+def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
+    """Register the plan-side and fact-side agents and their rebalance hooks."""
+    app = pipe.app
+    names: TopicNames = pipe.names
+
+    def raw(*topics: str) -> Any:
+        return app.topic(
+            *topics,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=pipe.settings.partitions,
+        )
+
+    # sending needs one topic per object; the agents read two topics each
+    targets = {
+        name: raw(name)
+        for name in (names.plans, names.plans_steps, names.plans_interest, names.plans_updates)
+    }
+    targets[names.dlq] = pipe.dlq
+    plan_side = raw(names.plans, names.plans_updates)
+    fact_side = raw(names.decisions, names.plans_interest)
+
+    async def send(handled: PlansHandled) -> None:
+        for out in handled.sends:
+            await _send(targets[out.topic], out)
+            if out.headers:
+                reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+                metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+        for name in handled.events:
+            metrics.events.labels(name).inc()
+
+    @app.agent(plan_side, concurrency=1)
+    async def process_plans(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            m = event.message
+            await send(edge.handle_plan_side(m.topic, m.partition, m.offset, m.key, event.value))
+
+    @app.agent(fact_side, concurrency=1)
+    async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            m = event.message
+            await send(edge.handle_fact_side(m.topic, m.partition, m.offset, m.key, event.value))
+
+    @pipe.plans_table.on_recover  # type: ignore[untyped-decorator]
+    async def on_plans_recovered() -> None:
+        edge.forget()
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def on_plans_revoked(_app: Any, revoked: Any, **_: Any) -> None:
+        edge.forget({tp.partition for tp in revoked if tp.topic == names.plans})
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_plans_assigned(_app: Any, assigned: Any, **_: Any) -> None:
+        edge.forget({tp.partition for tp in assigned if tp.topic == names.plans})
+
+
+async def _send(topic: Any, out: Outgoing) -> None:
+    await topic.send(
+        key=out.key, value=out.value, partition=out.partition, headers=list(out.headers) or None
+    )
