@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import orjson
 import pytest
 
 from streams.docs_client import DocsClient
+from streams.topics import partition_for
 from tests.integration.harness import (
     TopicReader,
     WorkerProcess,
@@ -183,3 +185,61 @@ async def test_versioned_page_returns_the_first_version_after_later_ones(
     assert (200, 3, "body 2\n") == (status, latest["version"], latest["body"])
     assert 404 == (await page(worker, f"/docs/{PATH}/v/4"))[0]
     assert 404 == (await page(worker, "/docs/team/plans/missing.md"))[0]
+
+
+async def test_documents_survive_a_restart_and_any_worker_answers(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """After SIGKILL and restart the history is back; a second worker forwards to the owner."""
+    first = await start(workers, tmp_path)
+    paths: dict[int, str] = {}
+    n = 0
+    while len(paths) < 4:  # one document per partition, so both workers own some
+        paths.setdefault(partition_for(f"docs/{n}.md".encode(), 4), f"docs/{n}.md")
+        n += 1
+    async with client(first, kafka_bootstrap) as docs:
+        for path in paths.values():
+            await docs.publish(path, "one\n", 0)
+            await docs.publish(path, "two\n", 1)
+    await first.restart()
+    async with client(first, kafka_bootstrap) as docs:
+        results = [await docs.publish(p, "three\n", 2) for p in paths.values()]
+        again = await docs.publish(paths[0], "stale\n", 2)
+    assert [("ok", 3)] * 4 == [(r["status"], r["version"]) for r in results]
+    assert ("conflict", 3) == (again["status"], again["version"])
+    second = await workers.launch(
+        write_policy(tmp_path, POLICY), prefix=first.prefix, app_id=first.app_id
+    )
+    expected = {(p, i): (200, "one\n", "three\n") for p in paths.values() for i in (0, 1)}
+
+    async def answers() -> dict[tuple[str, int], tuple[int, str | None, str | None]]:
+        seen = {}
+        for path in paths.values():
+            for index, worker in enumerate((first, second)):
+                status, v1 = await worker.get(f"/docs/{path}/v/1")
+                _, latest = await worker.get(f"/docs/{path}")
+                if status != 200:
+                    seen[(path, index)] = (status, None, None)
+                    continue
+                seen[(path, index)] = (
+                    status,
+                    orjson.loads(v1)["body"],
+                    orjson.loads(latest).get("body"),
+                )
+        return seen
+
+    deadline = time.monotonic() + 45.0
+    seen = await answers()
+    while seen != expected and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        seen = await answers()
+    assert expected == seen
+    owners: dict[str, list[int]] = {}
+    for path in paths.values():
+        for index, worker in enumerate((first, second)):
+            status, _ = await worker.get(f"/docs/{path}", headers={"X-Claimwatch-Forwarded": "1"})
+            if status == 200:
+                owners.setdefault(path, []).append(index)
+    assert set(paths.values()) == set(owners)
+    assert all(1 == len(who) for who in owners.values())
+    assert {0, 1} == {who[0] for who in owners.values()}
