@@ -128,6 +128,22 @@ CASES = [
         1,
     ),
     ("CRLF line endings are kept", "a\r\nb\r\n", "A\r\nb\r\n", "a\r\nB\r\n", "A\r\nB\r\n", 0),
+    (
+        "shared edge lines are taken once when one side is all shared",
+        "a\nb\nc\n",
+        "a\nP\nS\nc\n",
+        "a\nP\nS\nP\nS\nc\n",
+        f"a\nP\nS\n{LT}{EQ}P\nS\n{GT}c\n",
+        1,
+    ),
+    (
+        "insertion right after a conflict stays outside it",
+        "a\nb\nc\nd\n",
+        "A\nB\nc\nX\nd\n",
+        "a\nY\nZ\nd\n",
+        f"{LT}A\nB\nc\n{EQ}a\nY\nZ\n{GT}X\nd\n",
+        1,
+    ),
 ]
 
 DIFF3_CASES = [
@@ -181,6 +197,15 @@ def test_unknown_style_is_refused() -> None:
     """A style other than merge or diff3 raises ValueError naming the style."""
     with pytest.raises(ValueError, match="'zdiff3'"):
         merge("a\n", "b\n", "c\n", style="zdiff3")  # type: ignore[arg-type]
+
+
+def test_long_file_of_repeated_lines_merges_edits_far_apart() -> None:
+    """220 lines, nearly all equal: no line counts as junk, so distant edits do not collide."""
+    base = ["u\n", *["x\n"] * 219]
+    ours = ["O\n", *base[1:]]
+    theirs = [*base[:199], "T\n", *base[200:]]
+    merged = "".join(["O\n", *theirs[1:]])
+    assert MergeResult(merged, 0) == merge("".join(base), "".join(ours), "".join(theirs))
 
 
 def test_split_lines_keeps_endings() -> None:
