@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class PublishRequest(BaseModel):
@@ -32,6 +32,13 @@ class PublishRequest(BaseModel):
         max_length=128,
         description="matches the result to the request; a repeated id is applied once",
     )
+
+    @model_validator(mode="after")
+    def _publish_needs_a_version(self) -> PublishRequest:
+        """A publish names the version its body was built from."""
+        if self.op == "publish" and self.expected_version is None:
+            raise ValueError("expected_version: required for op publish")
+        return self
 
 
 class PublishResult(BaseModel):

@@ -6,7 +6,9 @@ import hashlib
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from schemas.publish import PublishRequest, PublishResult
 from streams.core.docstore import (
     MAX_BODY_BYTES,
     REMEMBERED_CONFLICTS,
@@ -174,3 +176,23 @@ def test_body_over_the_limit_is_refused_and_changes_nothing() -> None:
         apply(DocState("notes/a.md"), _req("é" * (MAX_BODY_BYTES // 2 + 1)), "r3")
     state, response = apply(state, _req("y", op="append"), "r4")
     assert (2, MAX_BODY_BYTES) == (response["version"], len(state.versions[-1].body))
+
+
+def test_results_match_the_published_schema_model() -> None:
+    """Every response of the store is a valid PublishResult; requests a valid PublishRequest."""
+    state = DocState("notes/a.md")
+    responses = []
+    for request, rid in [(_req("a"), "r1"), (_req("b", 0), "r2"), (_req("c", op="append"), "r3")]:
+        assert validate(request).path == PublishRequest.model_validate(request).path
+        state, response = apply(state, request, rid)
+        responses.append(PublishResult.model_validate(response).status)
+    assert ["ok", "conflict", "ok"] == responses
+
+
+def test_schema_model_refuses_what_the_store_refuses() -> None:
+    """A publish without expected_version or with a non-string body fails both validations."""
+    for data in [{"path": "a", "body": "x"}, {"path": "a", "body": 3, "expected_version": 0}]:
+        with pytest.raises(RequestError):
+            validate(data)
+        with pytest.raises(ValidationError):
+            PublishRequest.model_validate(data)
