@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams.core.signing import signed
+from streams.core.signing import signed, verify
 from streams.publisher import Publisher
 from tests.integration.harness import (
+    CLAIMWATCH,
     TopicReader,
     Workers,
     ago,
     decisions_by_fact,
+    delete_topics,
     read_topic,
+    unique,
     wait_for_ticks,
     write_policy,
 )
@@ -100,3 +107,37 @@ async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
     assert 200 == status
     assert 'claimwatch_dlq_messages_total{reason="bad_signature"} 3.0' in body.decode()
     assert 'claimwatch_stream_events_total{event="bad_signature"} 3.0' in body.decode()
+
+
+async def test_publish_command_signs_with_the_key_in_an_env_var(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """`claimwatch publish --sign-key-env` sends claims whose signature verifies; unset: exit 2."""
+    prefix = unique("cwsign") + "."
+    path = tmp_path / "claims.jsonl"
+    path.write_text("".join(json.dumps(envelope(v, cid=v)) + "\n" for v in ("paid", "unpaid")))
+    env = {**os.environ, "CW_IT_PUBLISH_KEY": KEY}
+
+    def publish(*flags: str) -> subprocess.CompletedProcess[str]:
+        where = ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
+        return subprocess.run(
+            [str(CLAIMWATCH), "publish", *where, *flags, str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+
+    try:
+        unset = await asyncio.to_thread(publish, "--sign-key-env", "CW_IT_NO_SUCH_KEY")
+        assert (2, "") == (unset.returncode, unset.stdout)
+        assert "CW_IT_NO_SUCH_KEY is not set" in unset.stderr
+        sent = await asyncio.to_thread(publish, "--sign-key-env", "CW_IT_PUBLISH_KEY")
+        assert 0 == sent.returncode, sent.stderr
+        records = await read_topic(kafka_bootstrap, f"{prefix}claims", idle=0.5)
+        claims = sorted((r.json() for r in records), key=lambda c: c["claim_id"])
+        assert ["paid", "unpaid"] == [c["claim_id"] for c in claims]
+        assert [None, None] == [verify(c, KEY.encode()) for c in claims]
+    finally:
+        await delete_topics(kafka_bootstrap, [prefix])
