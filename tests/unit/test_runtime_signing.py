@@ -101,3 +101,18 @@ def test_sources_not_named_in_signing_are_decided_unsigned() -> None:
     runtime = signing_runtime()
     handled = runtime.handle(HOME, 0, FACT, orjson.dumps(envelope(source="reporting")))
     assert (["paid"], []) == ([d["value"] for d in decisions(handled)], dead_letters(handled))
+
+
+def test_replay_of_a_file_applies_the_same_check() -> None:
+    """`claimwatch replay` decides only the genuine claim, as the worker did."""
+    from streams.replay import Replayer
+
+    replayer = Replayer(signing_runtime().policy, 4)
+    for number, case in enumerate(sorted(FORGERIES), start=1):
+        replayer.feed_line(orjson.dumps(FORGERIES[case]), "claims.jsonl", number)
+    replayer.feed_line(orjson.dumps(signed(envelope(), KEY)), "claims.jsonl", 4)
+    replayer.finish()
+    assert [("resolved", "paid", ["c1"])] == [
+        (d["outcome"], d["value"], [c["claim_id"] for c in d["claims"]])
+        for d in replayer.result.decisions
+    ]
