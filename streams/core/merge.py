@@ -43,6 +43,11 @@ class _Hunk:
         """An insertion: it touches no base line, only the gap before base line `start`."""
         return self.start == self.end
 
+    @property
+    def closed_end(self) -> bool:
+        """An insertion, or a change that ends its side without a final newline."""
+        return self.point or (bool(self.lines) and not self.lines[-1].endswith("\n"))
+
 
 @dataclass(slots=True)
 class _Cluster:
@@ -77,8 +82,10 @@ def _touches(cluster: _Cluster, hunk: _Hunk) -> bool:
     """Whether the hunk shares a base line or an insertion point with the cluster's span.
 
     A change of base lines [s, e) is the open interval (s, e) and an insertion at p the point
-    p; two hunks conflict exactly when these sets meet. Hunks come sorted by start, an
-    insertion before a change that starts at the same line, so meeting the span suffices.
+    p; two hunks conflict exactly when these sets meet. A change that leaves its side without
+    a final newline is closed at its end (s, e], so that nothing is glued to that last line.
+    Hunks come sorted by start, an insertion before a change that starts at the same line,
+    so meeting the span suffices.
     """
     if hunk.point:
         return hunk.start < cluster.end or (hunk.start == cluster.end and cluster.end_closed)
@@ -92,10 +99,10 @@ def _clusters(hunks: list[_Hunk]) -> list[_Cluster]:
         if clusters and _touches(clusters[-1], hunk):
             last = clusters[-1]
             if hunk.end > last.end:  # an insertion that joins never reaches past the span
-                last.end, last.end_closed = hunk.end, False
+                last.end, last.end_closed = hunk.end, hunk.closed_end
             last.hunks.append(hunk)
         else:
-            clusters.append(_Cluster(hunk.start, hunk.end, hunk.point, [hunk]))
+            clusters.append(_Cluster(hunk.start, hunk.end, hunk.closed_end, [hunk]))
     return clusters
 
 

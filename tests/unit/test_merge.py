@@ -129,6 +129,22 @@ CASES = [
     ),
     ("CRLF line endings are kept", "a\r\nb\r\n", "A\r\nb\r\n", "a\r\nB\r\n", "A\r\nB\r\n", 0),
     (
+        "dropping the final newline against an insertion at the end",
+        "a\nb\n",
+        "a\nb",
+        "a\nb\nc\n",
+        f"a\n{LT}b\n{EQ}b\nc\n{GT}",
+        1,
+    ),
+    (
+        "insertion after a change that ends without newline",
+        "a\nb\nc\n",
+        "X\nc\nZ\n",
+        "a\nB",
+        f"{LT}X\nc\nZ\n{EQ}a\nB\n{GT}",
+        1,
+    ),
+    (
         "shared edge lines are taken once when one side is all shared",
         "a\nb\nc\n",
         "a\nP\nS\nc\n",
@@ -220,6 +236,32 @@ _line = st.sampled_from(["a\n", "b\n", "c\n", "\n", "a", "b"])
 _text = st.lists(_line, max_size=10).map(lambda lines: "".join(lines))
 
 
+@st.composite
+def _three(draw: st.DrawFn) -> tuple[str, str, str]:
+    """A base and two sides edited from it, each maybe without its final newline.
+
+    Related texts make edits touch, overlap and coincide often.
+    """
+    full = st.sampled_from(["a\n", "b\n", "c\n", "\n"])
+    base = draw(st.lists(full, max_size=8))
+    texts = [base]
+    for _ in range(2):
+        side = list(base)
+        for _ in range(draw(st.integers(0, 3))):
+            at = draw(st.integers(0, len(side)))
+            kind = draw(st.sampled_from(["insert", "change", "delete"]))
+            if kind == "insert" or at == len(side):
+                side.insert(at, draw(full))
+            elif kind == "change":
+                side[at] = draw(full)
+            else:
+                del side[at]
+        texts.append(side)
+    joined = ["".join(lines) for lines in texts]
+    cut = [text[:-1] if text and draw(st.booleans()) else text for text in joined]
+    return cut[0], cut[1], cut[2]
+
+
 def merging_with_an_unchanged_side_returns_the_other_side(base: str, edited: str) -> bool:
     """When one side is the base, the merge is clean and equals the other side."""
     return MergeResult(edited, 0) == merge(base, base, edited) and MergeResult(edited, 0) == merge(
@@ -233,6 +275,13 @@ def merge_is_symmetric_up_to_marker_order(base: str, ours: str, theirs: str) -> 
     if forward.clean:
         return forward == backward
     return forward.conflicts == backward.conflicts
+
+
+def a_clean_merge_is_made_of_input_lines(base: str, ours: str, theirs: str) -> bool:
+    """A clean merge glues no lines together: each of its lines is a line of some input."""
+    result = merge(base, ours, theirs)
+    known = {*split_lines(base), *split_lines(ours), *split_lines(theirs)}
+    return not result.clean or set(split_lines(result.text)) <= known
 
 
 def a_clean_merge_of_disjoint_edits_contains_every_edited_line(rng: random.Random) -> bool:
@@ -255,6 +304,22 @@ def test_merging_with_an_unchanged_side_returns_the_other_side(base: str, edited
 def test_merge_is_symmetric_up_to_marker_order(base: str, ours: str, theirs: str) -> None:
     """Property: merge is symmetric up to marker order."""
     assert True is merge_is_symmetric_up_to_marker_order(base, ours, theirs)
+
+
+@PROPERTY
+@given(texts=_three())
+def test_a_clean_merge_is_made_of_input_lines(texts: tuple[str, str, str]) -> None:
+    """Property: a clean merge is made of input lines (a line without newline ends the text)."""
+    assert True is a_clean_merge_is_made_of_input_lines(*texts)
+
+
+@PROPERTY
+@given(texts=_three())
+def test_merge_of_related_texts_is_symmetric_up_to_marker_order(
+    texts: tuple[str, str, str],
+) -> None:
+    """Property: merge is symmetric up to marker order, on sides edited from the base."""
+    assert True is merge_is_symmetric_up_to_marker_order(*texts)
 
 
 @PROPERTY
