@@ -51,7 +51,11 @@ def disjoint_edits(rng: random.Random, max_lines: int = 14, touching: bool = Fal
             changed = (end, ours)
         start = end + rng.randint(0 if touching else 1, 4)
     added = tuple(line for edits in sides.values() for _, _, new in edits for line in new)
-    return Edits("".join(base), _apply(base, sides[True]), _apply(base, sides[False]), added)
+    texts = ["".join(base), _apply(base, sides[True]), _apply(base, sides[False])]
+    untouched_end = all(text.splitlines(keepends=True)[-1:] == base[-1:] for text in texts)
+    if base and untouched_end and rng.random() < 0.3:  # sometimes no newline after the last line
+        texts = [text[:-1] for text in texts]
+    return Edits(texts[0], texts[1], texts[2], added)
 
 
 def same_line_conflict(rng: random.Random) -> Edits:
