@@ -26,6 +26,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     names: TopicNames = pipe.names
 
     def raw(*topics: str) -> Any:
+        """A bytes topic object over one or more topic names."""
         return app.topic(
             *topics,
             key_type=bytes,
@@ -45,6 +46,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     fact_side = raw(names.decisions, names.plans_interest)
 
     async def send(handled: PlansHandled) -> None:
+        """Send what the edge returned and count its events."""
         for out in handled.sends:
             await _send(targets[out.topic], out)
             if out.headers:
@@ -55,30 +57,36 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
 
     @app.agent(plan_side, concurrency=1)
     async def process_plans(stream: faust.StreamT[bytes]) -> None:
+        """Plan side: `plans` and `plans.updates`, by plan id."""
         async for event in stream.events():
             m = event.message
             await send(edge.handle_plan_side(m.topic, m.partition, m.offset, m.key, event.value))
 
     @app.agent(fact_side, concurrency=1)
     async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
+        """Fact side: `decisions` and `plans.interest`, by fact key."""
         async for event in stream.events():
             m = event.message
             await send(edge.handle_fact_side(m.topic, m.partition, m.offset, m.key, event.value))
 
     @pipe.plans_table.on_recover  # type: ignore[untyped-decorator]
     async def on_plans_recovered() -> None:
+        """Books built before recovery finished are incomplete: rebuild them."""
         edge.forget()
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_plans_revoked(_app: Any, revoked: Any, **_: Any) -> None:
+        """Forget the books of revoked partitions."""
         edge.forget({tp.partition for tp in revoked if tp.topic == names.plans})
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_plans_assigned(_app: Any, assigned: Any, **_: Any) -> None:
+        """Rebuild the books of assigned partitions from the table."""
         edge.forget({tp.partition for tp in assigned if tp.topic == names.plans})
 
 
 async def _send(topic: Any, out: Outgoing) -> None:
+    """Send one outgoing record."""
     await topic.send(
         key=out.key, value=out.value, partition=out.partition, headers=list(out.headers) or None
     )

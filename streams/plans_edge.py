@@ -130,6 +130,7 @@ class PlansEdge:
         return book
 
     def _stored(self, partition: int) -> Iterator[dict[str, Any]]:
+        """Every stored plan record of one partition."""
         for key, raw in list(self.plans_table.items()):
             if key.startswith(PLAN_PREFIX):
                 stored = loads(raw)
@@ -152,6 +153,7 @@ class PlansEdge:
     def _on_plan(
         self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
     ) -> None:
+        """A plan: validate, re-route to its home, store, ask for its facts, emit statuses."""
         origin = (self.names.plans, partition, offset)
         try:
             plan = decode_plan(value)
@@ -179,6 +181,7 @@ class PlansEdge:
         self._statuses(partition, statuses, out)
 
     def _on_delete(self, partition: int, offset: int, key: bytes | None, out: PlansHandled) -> None:
+        """An empty value: forget the plan and stop reading its facts."""
         if not key:
             origin = (self.names.plans, partition, offset)
             reason = "not a plan: an empty value deletes a plan and needs its id as key"
@@ -204,6 +207,7 @@ class PlansEdge:
     def _on_notice(
         self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
     ) -> None:
+        """A fact's decision for one plan: re-evaluate the steps reading the fact."""
         try:
             notice = Notice.from_obj(loads(value))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -226,6 +230,7 @@ class PlansEdge:
         self._statuses(partition, statuses, out)
 
     def _statuses(self, partition: int, statuses: list[StepStatus], out: PlansHandled) -> None:
+        """Step statuses to `plans.steps`, on the plan's partition."""
         for status in statuses:
             out.statuses.append(status)
             out.events.append("plan_step_status")
@@ -235,6 +240,7 @@ class PlansEdge:
             )
 
     def _interest(self, op: str, plan_id: str, fact: str) -> Outgoing:
+        """A request to start or stop reading a fact, to the fact's home partition."""
         key = fact.encode()
         body = dumps({"op": op, "plan_id": plan_id, "fact": fact})
         return Outgoing(self.names.plans_interest, key, body, partition_for(key, self.partitions))
@@ -289,6 +295,7 @@ class PlansEdge:
     def _on_interest(
         self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
     ) -> None:
+        """A plan starts or stops reading a fact: update its readers, answer an `add`."""
         try:
             request = loads(value)
             op, plan_id, fact = request["op"], request["plan_id"], request["fact"]
@@ -316,12 +323,14 @@ class PlansEdge:
         self._notices(notices, out)
 
     def _store_fact(self, key: bytes, state: FactInterest | None) -> None:
+        """Write (or delete, when no plan reads it) one fact's state."""
         if state is None:
             self.facts_table.pop(key, None)
         else:
             self.facts_table[key] = dumps(state.to_obj())
 
     def _notices(self, notices: list[Notice], out: PlansHandled) -> None:
+        """Notices to `plans.updates`, each on its plan's home partition."""
         for notice in notices:
             key = notice.plan_id.encode()
             home = partition_for(key, self.partitions)

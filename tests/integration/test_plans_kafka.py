@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,7 @@ def last_is(plan_id: str, step_id: str, status: str) -> Callable[[list[Record]],
     """A `wait_for` condition: the step's latest status is `status`."""
 
     def done(records: list[Record]) -> bool:
+        """The step's latest record has the status."""
         seen = steps(records, plan_id, step_id)
         return bool(seen) and seen[-1]["status"] == status
 
@@ -91,6 +93,7 @@ async def decision_of(bootstrap: str, worker: WorkerProcess, fact: str, outcome:
     async with TopicReader(bootstrap, worker.names.decisions) as reader:
 
         def done(records: list[Record]) -> bool:
+            """The fact's latest decision has the outcome."""
             mine = [r.json() for r in records if r.key == fact.encode()]
             return bool(mine) and mine[-1]["outcome"] == outcome
 
@@ -186,10 +189,13 @@ async def events(worker: WorkerProcess, name: str) -> float:
     return float(lines[0].split()[-1]) if lines else 0.0
 
 
-async def test_two_workers_join_across_partitions_and_survive_one_leaving(
+async def test_two_workers_join_plans_and_facts_across_their_partitions(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    """Plans and facts on every partition of two workers; one worker stops; statuses hold."""
+    """Plans and facts on every partition of two workers: a conflict blocks every refund.
+
+    Its resolution frees them all again, and no plan's notify step is emitted twice.
+    """
     policy = write_policy(tmp_path, POLICY)
     first = await workers.launch(policy)
     second = await workers.launch(policy, prefix=first.prefix, app_id=first.app_id)
@@ -220,6 +226,7 @@ async def test_two_workers_join_across_partitions_and_survive_one_leaving(
     await publish_raw(kafka_bootstrap, first.names.plans, bodies)
 
     def every(step_id: str, status: str) -> Callable[[list[Record]], bool]:
+        """A `wait_for` condition: the step's latest status is `status` in every plan."""
         return lambda rs: all(last_is(pid, step_id, status)(rs) for pid in plan_ids)
 
     async with TopicReader(kafka_bootstrap, first.names.plans_steps) as reader:
@@ -228,14 +235,48 @@ async def test_two_workers_join_across_partitions_and_survive_one_leaving(
         for worker in (first, second):
             assert 0 < await events(worker, "plan"), worker.log
             assert 0 < await events(worker, "plan_interest"), worker.log
-        second.kill(signal.SIGTERM)
-        await first.ready()
         split = [claim(f"p-{run}", subjects[0], "billing-api@eu", "unpaid", "ledger-eu", 1)]
         await publish_claims(kafka_bootstrap, first.prefix, split)
         conflict = await decision_of(kafka_bootstrap, first, facts[0], "conflict")
         await reader.wait_for(every("refund", "blocked"), 90.0, "every refund blocked")
+        blocked = {pid: steps(reader.records, pid, "refund")[-1]["blocking"] for pid in plan_ids}
+        agree = [claim(f"q-{run}", subjects[0], "billing-api@eu", "paid", "ledger-eu", 0.5)]
+        await publish_claims(kafka_bootstrap, first.prefix, agree)
+        await decision_of(kafka_bootstrap, first, facts[0], "resolved")
+        await reader.wait_for(every("refund", "runnable"), 90.0, "every refund runnable again")
         await reader.drain(idle=2.0)
         records = reader.records
+    assert {pid: [conflict["decision_id"]] for pid in plan_ids} == blocked
     for pid in plan_ids:
-        assert [conflict["decision_id"]] == steps(records, pid, "refund")[-1]["blocking"]
         assert ["runnable"] == [s["status"] for s in steps(records, pid, "notify")]
+
+
+async def test_plan_state_survives_a_killed_worker(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """After SIGKILL and a restart, a conflict still blocks the refund (state from changelogs).
+
+    The worker is killed after its offsets were committed, so nothing is read again: only the
+    recovered tables know the plan and which plans read the fact.
+    """
+    worker = await workers.launch(write_policy(tmp_path, POLICY))
+    run = unique("inv")
+    pay, other, missing = (f"{run}-{i}|payment_status" for i in (1, 2, 3))
+    plan_id = unique("plan")
+    owner = claim("p-1", f"{run}-1", "billing-api", "paid", "ledger", 3)
+    await publish_claims(kafka_bootstrap, worker.prefix, [owner])
+    await decision_of(kafka_bootstrap, worker, pay, "resolved")
+    await publish_raw(kafka_bootstrap, worker.names.plans, [plan(plan_id, pay, other, missing)])
+    async with TopicReader(kafka_bootstrap, worker.names.plans_steps) as reader:
+        await reader.wait_for(last_is(plan_id, "refund", "runnable"), 60.0, "refund runnable")
+        await asyncio.sleep(3.0)  # past the 1 s commit interval
+        await worker.restart(signal.SIGKILL)
+        assert 0 == await events(worker, "plan")
+        split = [claim("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 1)]
+        await publish_claims(kafka_bootstrap, worker.prefix, split)
+        conflict = await decision_of(kafka_bootstrap, worker, pay, "conflict")
+        await reader.wait_for(last_is(plan_id, "refund", "blocked"), 60.0, "refund blocked")
+        blocked = steps(reader.records, plan_id, "refund")[-1]
+    assert [conflict["decision_id"]] == blocked["blocking"]
+    assert 0 == await events(worker, "plan")
+    assert 1 <= await events(worker, "plan_update")

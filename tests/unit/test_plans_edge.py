@@ -36,6 +36,7 @@ class Cluster:
     """
 
     def __init__(self) -> None:
+        """Partitions 0 and 2 on worker 0, 1 and 3 on worker 1; empty tables, empty queue."""
         self.owner = {0: 0, 1: 1, 2: 0, 3: 1}
         self.tables = [({}, {}, {}) for _ in range(2)]
         self.edges = [
