@@ -280,3 +280,30 @@ async def test_plan_state_survives_a_killed_worker(
     assert [conflict["decision_id"]] == blocked["blocking"]
     assert 0 == await events(worker, "plan")
     assert 1 <= await events(worker, "plan_update")
+
+
+async def test_an_empty_value_deletes_the_plan_and_its_steps_fall_silent(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """After the plan's tombstone, a conflict on the fact it read emits nothing for it."""
+    worker = await workers.launch(write_policy(tmp_path, POLICY))
+    run = unique("inv")
+    pay, other, missing = (f"{run}-{i}|payment_status" for i in (1, 2, 3))
+    plan_id = unique("plan")
+    await publish_raw(kafka_bootstrap, worker.names.plans, [plan(plan_id, pay, other, missing)])
+    async with TopicReader(kafka_bootstrap, worker.names.plans_steps) as reader:
+        await reader.wait_for(last_is(plan_id, "refund", "waiting"), 60.0, "refund waiting")
+        await publish_raw(kafka_bootstrap, worker.names.plans, [(plan_id.encode(), b"")])
+        deadline = asyncio.get_running_loop().time() + 60.0
+        while await events(worker, "plan_removed") < 1:
+            assert asyncio.get_running_loop().time() < deadline, worker.log
+            await asyncio.sleep(0.3)
+        split = [
+            claim("p-1", f"{run}-1", "billing-api@us", "paid", "ledger-us", 3),
+            claim("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 2),
+        ]
+        await publish_claims(kafka_bootstrap, worker.prefix, split)
+        await decision_of(kafka_bootstrap, worker, pay, "conflict")
+        await reader.drain(idle=3.0)
+    assert ["waiting"] == [s["status"] for s in steps(reader.records, plan_id, "refund")]
+    assert 3 == await events(worker, "plan_update")  # the answers to its three requests only
