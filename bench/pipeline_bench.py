@@ -262,6 +262,11 @@ def passthrough_child(spec: dict[str, Any], work: Path) -> Child:
     return Child(f"passthrough {spec['group']}", command, work / f"{spec['group']}.log")
 
 
+def faust_floor_child(spec: dict[str, Any], work: Path) -> Child:
+    command = [sys.executable, "-m", "bench.faust_floor", json.dumps(spec)]
+    return Child(f"faust-floor {spec['group']}", command, work / f"{spec['group']}.log")
+
+
 async def wait_healthy(child: Child, port: int, timeout: float = 120.0) -> None:
     import aiohttp
 
@@ -606,6 +611,11 @@ async def throughput(run: Run) -> dict[str, Any]:
     baseline = await committed_rate(spec["group"], names.claims, ends, pt)
     pt_counts = await end_offsets([p[0] for p in plan])
     pt.stop()
+    _note("starting the Faust floor (a Faust passthrough with the same fan-out)")
+    floor_spec = {**spec, "group": f"{run.prefix}ff", "ready": str(run.work / "ff.ready")}
+    ff = run.spawn(faust_floor_child(floor_spec, run.work))
+    floor = await committed_rate(floor_spec["group"], names.claims, ends, ff)
+    ff.stop()
     return {
         "worker": {**measured, "peak_rss_mib": peak},
         "passthrough": {
@@ -613,6 +623,9 @@ async def throughput(run: Run) -> dict[str, Any]:
             "records_per_claim": round(sum(pt_counts.values()) / published, 3),
         },
         "ratio": _ratio(measured["claims_per_s"], baseline["claims_per_s"]),
+        "faust_floor": floor,
+        "floor_ratio": _ratio(floor["claims_per_s"], baseline["claims_per_s"]),
+        "ratio_to_floor": _ratio(measured["claims_per_s"], floor["claims_per_s"]),
         "fan_out": fan_out,
     }
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import time
+import weakref
+from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import faust
 from aiohttp import web as aioweb
+from faust.streams import _current_event
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.alerting import AlertRuntime
 from streams.app import Pipeline
+from streams.changelog import ChangelogTable
 from streams.codec import dumps, loads
 from streams.metrics import Metrics, dlq_reason_label
 from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
+from streams.topics import partition_for
 from streams.verdicts_edge import VerdictsEdge
 
 
@@ -26,6 +32,13 @@ def install(
 ) -> None:
     """Register the claims, alerts and verdicts agents, the tick timer and the HTTP pages."""
     app = pipe.app
+    settings = pipe.settings
+    resolutions: Any = pipe.resolutions
+    if isinstance(runtime.table, ChangelogTable):  # at-least-once: see streams/changelog.py
+        resolutions = ChangelogTable(
+            pipe.resolutions, partial(partition_for, partitions=settings.partitions)
+        )
+    changelogs = [t for t in (runtime.table, resolutions) if isinstance(t, ChangelogTable)]
     topics = {
         pipe.names.claims: pipe.claims,
         pipe.names.decisions: pipe.decisions,
@@ -38,9 +51,20 @@ def install(
     if verdicts is not None:
         _install_verdicts(pipe, verdicts, metrics, topics)
 
+    async def send(out: Outgoing) -> None:
+        # at-least-once: straight to the producer, which Faust flushes before it commits
+        # offsets (the Topic/Channel layers cost more than the send itself); in a
+        # transaction through the topic, so the record joins the partition's transaction
+        if app.in_transaction:
+            await _send(topics[out.topic], out)
+        else:
+            await app.producer.send(
+                out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
+            )
+
     @app.agent(pipe.alerts_input, concurrency=1)
     async def detect(stream: faust.StreamT[bytes]) -> None:
-        async for event in stream.events():
+        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
             batch = alerting.handle(event.message.partition, event.value)
             for alert in batch.alerts:
                 key = str(alert.get("field", "")).encode()
@@ -53,7 +77,7 @@ def install(
 
     @app.agent(pipe.claims, concurrency=1)
     async def process_claims(stream: faust.StreamT[bytes]) -> None:
-        async for event in stream.events():
+        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
             message = event.message
             started = time.perf_counter()
             stamp = int(message.timestamp * 1000) * 1000 if message.timestamp else None
@@ -61,9 +85,11 @@ def install(
                 message.partition, message.offset, message.key, event.value, stamp
             )
             for key, body in handled.resolutions:
-                pipe.resolutions[key] = body
+                resolutions[key] = body
             for out in handled.sends:
-                await _send(topics[out.topic], out)
+                await send(out)
+            for changelog in changelogs:
+                await changelog.drain(app.producer)
             _count(metrics, handled)
             metrics.latency.observe(time.perf_counter() - started)
 
@@ -152,6 +178,25 @@ def _install_verdicts(
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_verdicts_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         edge.forget({tp.partition for tp in assigned if tp.topic == pipe.names.verdicts})
+
+
+async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:
+    """The stream's events, taken in batches of up to `most` (waiting at most `within` s).
+
+    Faust acks (and so commits) a batch's events once the whole batch is handled. While an
+    event is handled it is made the task's current event (the context variable Faust's
+    tables and transactions consult), so that a table write through Faust goes to the
+    changelog partition of that record, as with `stream.events()`. The stream's own
+    `current_event` attribute is left alone: `take_events` reads it to pair each buffered
+    value with its event while this batch is handled, and changing it loses records.
+    Records of a partition revoked while they waited in the batch are still handled: what
+    they send again is dropped by id downstream, while skipping them would lose them if
+    the revocation were not final.
+    """
+    async for events in stream.take_events(most, within=within):
+        for event in events:
+            _current_event.set(weakref.ref(event))
+            yield event
 
 
 async def _send(topic: Any, out: Outgoing) -> None:

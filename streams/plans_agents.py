@@ -6,6 +6,7 @@ from typing import Any
 
 import faust
 
+from streams.agents import batched_events
 from streams.app import Pipeline
 from streams.metrics import Metrics, dlq_reason_label
 from streams.plans_edge import PlansEdge, PlansHandled
@@ -42,6 +43,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
         for name in (names.plans, names.plans_steps, names.plans_interest, names.plans_updates)
     }
     targets[names.dlq] = pipe.dlq
+    batch, within = pipe.settings.batch_max, pipe.settings.batch_within_s
     plan_side = raw(names.plans, names.plans_updates)
     fact_side = raw(names.decisions, names.plans_interest)
 
@@ -58,14 +60,14 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     @app.agent(plan_side, concurrency=1)
     async def process_plans(stream: faust.StreamT[bytes]) -> None:
         """Plan side: `plans` and `plans.updates`, by plan id."""
-        async for event in stream.events():
+        async for event in batched_events(stream, batch, within):
             m = event.message
             await send(edge.handle_plan_side(m.topic, m.partition, m.offset, m.key, event.value))
 
     @app.agent(fact_side, concurrency=1)
     async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
         """Fact side: `decisions` and `plans.interest`, by fact key."""
-        async for event in stream.events():
+        async for event in batched_events(stream, batch, within):
             m = event.message
             await send(edge.handle_fact_side(m.topic, m.partition, m.offset, m.key, event.value))
 

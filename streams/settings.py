@@ -65,3 +65,7 @@ class WorkerSettings:
     lateness_s: float = 1.0
     commit_interval_s: float = 1.0
     log_level: str = "warning"
+    #: records an agent takes at once, and how long it waits to fill a batch: Faust's
+    #: per-record consumer path (one ack and wake-up each) costs more than our step
+    batch_max: int = 500
+    batch_within_s: float = 0.005
