@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -162,10 +162,7 @@ def _install_verdicts(
         async for event in stream.events():
             message = event.message
             handled = edge.handle(message.partition, message.offset, message.key, event.value)
-            for out in handled.sends:
-                await _send(topics[out.topic], out)
-            for name in handled.events:
-                metrics.events.labels(name).inc()
+            await send_counted(topics, handled.sends, handled.events, metrics)
 
     @pipe.verdicts_table.on_recover
     async def on_verdicts_recovered() -> None:
@@ -197,6 +194,19 @@ async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator
         for event in events:
             _current_event.set(weakref.ref(event))
             yield event
+
+
+async def send_counted(
+    topics: Mapping[str, Any], sends: Iterable[Outgoing], events: Iterable[str], metrics: Metrics
+) -> None:
+    """Send what an edge returned through its Faust topics; count its events and dead letters."""
+    for out in sends:
+        await _send(topics[out.topic], out)
+        if out.headers:
+            reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+    for name in events:
+        metrics.events.labels(name).inc()
 
 
 async def _send(topic: Any, out: Outgoing) -> None:

@@ -93,55 +93,27 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     raw: Any = faust.Schema(
         key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
     )
-    facts_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.facts-changelog", compacting=True, internal=True
-    )
-    facts = app.Table(
-        "facts", schema=raw, partitions=settings.partitions, changelog_topic=facts_changelog
-    )
-    resolutions = app.Table(
-        "resolutions",
-        schema=raw,
-        partitions=settings.partitions,
-        changelog_topic=resolutions_topic,
-    )
+
+    def changelogged(name: str, changelog: Any = None) -> Any:
+        """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
+        if changelog is None:
+            changelog = raw_topic(
+                f"{names.prefix}{settings.app_id}.{name.replace('_', '-')}-changelog",
+                compacting=True,
+                internal=True,
+            )
+        return app.Table(
+            name, schema=raw, partitions=settings.partitions, changelog_topic=changelog
+        )
+
+    facts = changelogged("facts")
+    resolutions = changelogged("resolutions", resolutions_topic)
     alerts_input = raw_topic(names.alerts_input, internal=True)
-    detectors_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.detectors-changelog", compacting=True, internal=True
-    )
-    detectors = app.Table(
-        "detectors",
-        schema=raw,
-        partitions=settings.partitions,
-        changelog_topic=detectors_changelog,
-    )
-    verdicts_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.verdicts-changelog", compacting=True, internal=True
-    )
-    verdicts_table = app.Table(
-        "verdicts", schema=raw, partitions=settings.partitions, changelog_topic=verdicts_changelog
-    )
-    plans_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.plans-changelog", compacting=True, internal=True
-    )
-    plans_table = app.Table(
-        "plans", schema=raw, partitions=settings.partitions, changelog_topic=plans_changelog
-    )
-    plan_facts_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.plan-facts-changelog", compacting=True, internal=True
-    )
-    plan_facts = app.Table(
-        "plan_facts",
-        schema=raw,
-        partitions=settings.partitions,
-        changelog_topic=plan_facts_changelog,
-    )
-    docs_changelog = raw_topic(
-        f"{names.prefix}{settings.app_id}.docs-changelog", compacting=True, internal=True
-    )
-    docs = app.Table(
-        "docs", schema=raw, partitions=settings.partitions, changelog_topic=docs_changelog
-    )
+    detectors = changelogged("detectors")
+    verdicts_table = changelogged("verdicts")
+    plans_table = changelogged("plans")
+    plan_facts = changelogged("plan_facts")
+    docs = changelogged("docs")
     return Pipeline(
         app=app,
         settings=settings,

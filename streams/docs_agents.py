@@ -12,11 +12,11 @@ from typing import Any
 
 import faust
 
-from streams.agents import _forward, _owner_url, _recovering, _send
+from streams.agents import _forward, _owner_url, _recovering, send_counted
 from streams.app import Pipeline
 from streams.core.docstore import Version
 from streams.docs_edge import DocsEdge
-from streams.metrics import Metrics, dlq_reason_label
+from streams.metrics import Metrics
 
 
 def _page(path: str, version: Version) -> dict[str, Any]:
@@ -43,13 +43,7 @@ def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
         async for event in stream.events():
             message = event.message
             handled = edge.handle(message.partition, message.offset, message.key, event.value)
-            for out in handled.sends:
-                await _send(topics[out.topic], out)
-                if out.headers:
-                    reason = dict(out.headers).get("claimwatch.reason", b"").decode()
-                    metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
-            for name in handled.events:
-                metrics.events.labels(name).inc()
+            await send_counted(topics, handled.sends, handled.events, metrics)
 
     async def on_docs_recovered() -> None:
         edge.forget()

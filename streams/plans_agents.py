@@ -6,11 +6,10 @@ from typing import Any
 
 import faust
 
-from streams.agents import batched_events
+from streams.agents import batched_events, send_counted
 from streams.app import Pipeline
-from streams.metrics import Metrics, dlq_reason_label
+from streams.metrics import Metrics
 from streams.plans_edge import PlansEdge, PlansHandled
-from streams.runtime import Outgoing
 from streams.topics import TopicNames
 
 
@@ -49,13 +48,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
 
     async def send(handled: PlansHandled) -> None:
         """Send what the edge returned and count its events."""
-        for out in handled.sends:
-            await _send(targets[out.topic], out)
-            if out.headers:
-                reason = dict(out.headers).get("claimwatch.reason", b"").decode()
-                metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
-        for name in handled.events:
-            metrics.events.labels(name).inc()
+        await send_counted(targets, handled.sends, handled.events, metrics)
 
     @app.agent(plan_side, concurrency=1)
     async def process_plans(stream: faust.StreamT[bytes]) -> None:
@@ -85,10 +78,3 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     async def on_plans_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         """Rebuild the books of assigned partitions from the table."""
         edge.forget({tp.partition for tp in assigned if tp.topic == names.plans})
-
-
-async def _send(topic: Any, out: Outgoing) -> None:
-    """Send one outgoing record."""
-    await topic.send(
-        key=out.key, value=out.value, partition=out.partition, headers=list(out.headers) or None
-    )
