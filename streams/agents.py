@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -75,9 +75,15 @@ def install(
                     fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
                 )
 
+    async def drain_changelogs() -> None:
+        for changelog in changelogs:
+            await changelog.drain(app.producer)
+
     @app.agent(pipe.claims, concurrency=1)
     async def process_claims(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
+        async for event in batched_events(
+            stream, settings.batch_max, settings.batch_within_s, drain_changelogs
+        ):
             message = event.message
             started = time.perf_counter()
             stamp = int(message.timestamp * 1000) * 1000 if message.timestamp else None
@@ -88,8 +94,6 @@ def install(
                 resolutions[key] = body
             for out in handled.sends:
                 await send(out)
-            for changelog in changelogs:
-                await changelog.drain(app.producer)
             _count(metrics, handled)
             metrics.latency.observe(time.perf_counter() - started)
 
@@ -177,10 +181,16 @@ def _install_verdicts(
         edge.forget({tp.partition for tp in assigned if tp.topic == pipe.names.verdicts})
 
 
-async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:
+async def batched_events(
+    stream: Any,
+    most: int,
+    within: float,
+    after_batch: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[Any]:
     """The stream's events, taken in batches of up to `most` (waiting at most `within` s).
 
-    Faust acks (and so commits) a batch's events once the whole batch is handled. While an
+    Faust acks (and so commits) a batch's events once the whole batch is handled, and
+    `after_batch` has run (the claims agent sends its changelog records there). While an
     event is handled it is made the task's current event (the context variable Faust's
     tables and transactions consult), so that a table write through Faust goes to the
     changelog partition of that record, as with `stream.events()`. The stream's own
@@ -194,6 +204,8 @@ async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator
         for event in events:
             _current_event.set(weakref.ref(event))
             yield event
+        if after_batch is not None:
+            await after_batch()
 
 
 async def send_counted(

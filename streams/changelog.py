@@ -4,12 +4,13 @@ Faust sends a table's changelog record from a background buffer task (`send_soon
 write makes a future, a queue entry and a wake-up, and when more than 100 wait the agent is
 held until they drain. For tables the claims agent writes several times per claim that costs
 more than the step itself. `ChangelogTable` keeps the table's reads and its store, but
-collects writes and lets the agent send them as plain records, with the partition named by
-the key (no reliance on the "current event"), before the input record's offset can commit
-(Faust flushes the producer before every commit). When a record is acknowledged, the
-store's persisted changelog offset moves on, as Faust's own callback does, so a rocksdb
-store recovers only what it lacks. In a transaction the Faust path is kept: there the
-changelog record must join the partition's transaction.
+collects writes and lets the agent send them as plain records once per batch of input
+records (the last value of each key written), with the partition named by the key (no
+reliance on the "current event"), before the batch's offsets can commit (they are acked
+after the send, and Faust flushes the producer before every commit). When a record is
+acknowledged, the store's persisted changelog offset moves on, as Faust's own callback
+does, so a rocksdb store recovers only what it lacks. In a transaction the Faust path is
+kept: there the changelog record must join the partition's transaction.
 """
 
 from __future__ import annotations
@@ -58,12 +59,20 @@ class ChangelogTable(MutableMapping[bytes, bytes]):
         self.pending.append((key, None))
 
     async def drain(self, producer: Any) -> None:
-        """Send the changelog records of every write since the last drain, in order."""
+        """Send one changelog record per key written since the last drain: its last value.
+
+        The changelog is a compacted log of latest values, so the earlier writes of a key in
+        the same batch (the partition clock, a fact with several claims) need no record.
+        """
         if not self.pending:
             return
-        writes, self.pending = self.pending, []
+        latest: dict[bytes, bytes | None] = {}
+        for key, value in self.pending:
+            latest.pop(key, None)  # a key goes where its last write was made
+            latest[key] = value
+        self.pending = []
         data = self.table.data
-        for key, value in writes:
+        for key, value in latest.items():
             partition = self.partition_of(key)
             future = await producer.send(self.topic, key, value, partition, None, None)
             future.add_done_callback(_persist(data, self.topic, partition))
