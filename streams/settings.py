@@ -67,5 +67,9 @@ class WorkerSettings:
     log_level: str = "warning"
     #: records an agent takes at once, and how long it waits to fill a batch: Faust's
     #: per-record consumer path (one ack and wake-up each) costs more than our step
-    batch_max: int = 500
-    batch_within_s: float = 0.005
+    batch_max: int = field(
+        default_factory=lambda: int(os.environ.get("CLAIMWATCH_BATCH_MAX", "500"))
+    )
+    batch_within_s: float = field(
+        default_factory=lambda: float(os.environ.get("CLAIMWATCH_BATCH_WITHIN_MS", "5")) / 1000
+    )

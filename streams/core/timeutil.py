@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -27,8 +28,12 @@ def parse_rfc3339(raw: object) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+@functools.lru_cache(maxsize=65_536)
 def format_rfc3339(us: int) -> str:
-    """Render microseconds since the epoch as RFC 3339 UTC ('Z'), fractions only when present."""
+    """Render microseconds since the epoch as RFC 3339 UTC ('Z'), fractions only when present.
+
+    Cached: a fact's claim times are rendered again in every decision of the fact.
+    """
     moment = _EPOCH_NAIVE + timedelta(microseconds=us)
     fraction = moment.microsecond
     if fraction == 0:
