@@ -5,9 +5,12 @@ decision of a field whatever claims partition decided it; the claims agent forwa
 partition clock there as tick records. A field's detector state is written to the table
 once per tick (about once a second), not on every decision: after a crash the detectors
 may have missed up to a second of decisions, which moves a statistical alert very little
-and keeps the changelog from carrying the whole state on every decision. No Faust here: the
-agent hands in records and a
-table, and sends what comes back.
+and keeps the changelog from carrying the whole state on every decision. The facts the
+replica-lag detector follows (up to tens of thousands per field) are kept one per table
+key (the field, NUL `fact` NUL, the fact key), and written only when a decision touched them, or
+deleted when forgotten: one record per field would outgrow Kafka's message size limit on a
+busy field, and rewrite every idle fact each second. No Faust here: the agent hands in
+records and a table, and sends what comes back.
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ from typing import Any
 
 from streams.codec import dumps, loads
 from streams.core.alerts.lag import ReplicaLag
-from streams.core.alerts.lag_state import LagState
+from streams.core.alerts.lag_state import FactTrack, LagState
 from streams.core.alerts.shape import Alert
 from streams.core.alerts.spike import ConflictSpike, SpikeState
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import parse_rfc3339
 from streams.runtime import tick_time
 from streams.topics import partition_for
+
+#: Separates a field from one of its facts in the keys of the per-fact detector records.
+FACT_SEP = b"\x00fact\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,9 @@ class AlertRuntime:
         self.table = table
         self._fields: dict[int, set[str]] = {}
         self._states: dict[str, tuple[SpikeState, LagState]] = {}
+        #: per field: facts a decision touched since the last store, and facts in the table
+        self._touched: dict[str, set[str]] = {}
+        self._written: dict[str, set[str]] = {}
 
     def home(self, field: str) -> int:
         """The alerts-input partition of a field."""
@@ -66,7 +75,11 @@ class AlertRuntime:
     def _known(self, partition: int) -> set[str]:
         fields = self._fields.get(partition)
         if fields is None:
-            fields = {k.decode() for k in list(self.table) if self.home(k.decode()) == partition}
+            fields = {
+                k.decode()
+                for k in list(self.table)
+                if FACT_SEP not in k and self.home(k.decode()) == partition
+            }
             self._fields[partition] = fields
         return fields
 
@@ -74,6 +87,8 @@ class AlertRuntime:
         """After a rebalance the field index and the states are reloaded from the table."""
         self._fields.clear()
         self._states.clear()
+        self._touched.clear()
+        self._written.clear()
 
     def _load(self, field: str) -> tuple[SpikeState | None, LagState | None]:
         cached = self._states.get(field)
@@ -83,7 +98,23 @@ class AlertRuntime:
         if raw is None:
             return None, None
         obj = loads(raw)
-        return SpikeState.from_obj(obj["spike"]), LagState.from_obj(obj["lag"])
+        lag = LagState.from_obj(obj["lag"])
+        if "facts" in obj["lag"]:  # written whole by an earlier version: split on next store
+            self._touched[field] = set(lag.facts)
+            self._written[field] = set()
+        else:
+            prefix = field.encode() + FACT_SEP
+            tracks = [
+                (key[len(prefix) :].decode(), FactTrack.from_obj(loads(value)))
+                for key, value in list(self.table.items())
+                if key.startswith(prefix)
+            ]
+            tracks.sort(key=lambda kv: (kv[1].touched, kv[0]))  # oldest first, as kept
+            lag.facts = dict(tracks)
+            self._written[field] = set(lag.facts)
+        state = SpikeState.from_obj(obj["spike"]), lag
+        self._states[field] = state
+        return state
 
     def _keep(self, field: str, spike: SpikeState, lag: LagState) -> None:
         """Hold the state in memory; it reaches the table (and its changelog) on the tick."""
@@ -91,7 +122,19 @@ class AlertRuntime:
 
     def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:
         self._states[field] = (spike, lag)
-        self.table[field.encode()] = dumps({"spike": spike.to_obj(), "lag": lag.to_obj()})
+        self.table[field.encode()] = dumps(
+            {"spike": spike.to_obj(), "lag": lag.to_obj(facts=False)}
+        )
+        prefix = field.encode() + FACT_SEP
+        written = self._written.setdefault(field, set())
+        for key in sorted(self._touched.pop(field, set())):
+            track = lag.facts.get(key)
+            if track is not None:
+                self.table[prefix + key.encode()] = dumps(track.to_obj())
+                written.add(key)
+        for key in sorted(written - lag.facts.keys()):  # forgotten by the detector
+            del self.table[prefix + key.encode()]
+            written.discard(key)
 
     def handle(self, partition: int, value: bytes) -> AlertBatch:
         """One alerts-input record: a decision of a field, or a tick of a partition clock."""
@@ -105,6 +148,7 @@ class AlertRuntime:
         spike_state, alerts = self.spike.step(spike_state, decision, now)
         lag_state, more = self.lag.step(lag_state, decision, now)
         self._keep(field, spike_state, lag_state)
+        self._touched.setdefault(field, set()).add(f"{decision['subject']}|{field}")
         self._known(partition).add(field)
         return AlertBatch(alerts + more)
 

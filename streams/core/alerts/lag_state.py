@@ -185,23 +185,28 @@ class LagState:
     facts: dict[str, FactTrack] = dc_field(default_factory=dict)
     sources: dict[str, SourceTrack] = dc_field(default_factory=dict)
 
-    def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy of the state (for a table or a checkpoint)."""
-        return {
+    def to_obj(self, facts: bool = True) -> dict[str, Any]:
+        """A JSON-able copy of the state (for a table or a checkpoint).
+
+        `facts=False` leaves the fact tracks out, for a store that keeps each on its own.
+        """
+        obj: dict[str, Any] = {
             "field": self.field,
             "clock": self.clock,
             "decisions": self.decisions,
-            "facts": {k: v.to_obj() for k, v in self.facts.items()},
             "sources": {k: v.to_obj() for k, v in self.sources.items()},
         }
+        if facts:
+            obj["facts"] = {k: v.to_obj() for k, v in self.facts.items()}
+        return obj
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> LagState:
-        """The state back from `to_obj` output."""
+        """The state back from `to_obj` output (without facts: no facts followed yet)."""
         return cls(
             field=obj["field"],
             clock=obj["clock"],
             decisions=obj["decisions"],
-            facts={k: FactTrack.from_obj(v) for k, v in obj["facts"].items()},
+            facts={k: FactTrack.from_obj(v) for k, v in obj.get("facts", {}).items()},
             sources={k: SourceTrack.from_obj(v) for k, v in obj["sources"].items()},
         )
