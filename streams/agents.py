@@ -62,9 +62,15 @@ def install(
                 out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
             )
 
+    async def drain_detectors() -> None:
+        if isinstance(alerting.table, ChangelogTable):
+            await alerting.table.drain(app.producer)
+
     @app.agent(pipe.alerts_input, concurrency=1)
     async def detect(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
+        async for event in batched_events(
+            stream, settings.batch_max, settings.batch_within_s, drain_detectors
+        ):
             batch = alerting.handle(event.message.partition, event.value)
             for alert in batch.alerts:
                 key = str(alert.get("field", "")).encode()

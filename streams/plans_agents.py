@@ -53,7 +53,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     @app.agent(plan_side, concurrency=1)
     async def process_plans(stream: faust.StreamT[bytes]) -> None:
         """Plan side: `plans` and `plans.updates`, by plan id."""
-        async for event in batched_events(stream, batch, within):
+        async for event in stream.events():  # plans are few: no batch, no polling
             m = event.message
             await send(edge.handle_plan_side(m.topic, m.partition, m.offset, m.key, event.value))
 

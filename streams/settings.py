@@ -71,5 +71,5 @@ class WorkerSettings:
         default_factory=lambda: int(os.environ.get("CLAIMWATCH_BATCH_MAX", "500"))
     )
     batch_within_s: float = field(
-        default_factory=lambda: float(os.environ.get("CLAIMWATCH_BATCH_WITHIN_MS", "5")) / 1000
+        default_factory=lambda: float(os.environ.get("CLAIMWATCH_BATCH_WITHIN_MS", "10")) / 1000
     )

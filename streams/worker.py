@@ -8,7 +8,7 @@ from collections.abc import MutableMapping
 from functools import partial
 
 from streams.agents import install
-from streams.alerting import AlertRuntime
+from streams.alerting import AlertRuntime, detector_partition
 from streams.app import build_app
 from streams.changelog import ChangelogTable
 from streams.core.argue.verdicts import VerdictConfig
@@ -33,7 +33,12 @@ def run_worker(settings: WorkerSettings) -> None:
     if settings.guarantee != "exactly_once":  # see streams/changelog.py
         facts = ChangelogTable(pipe.facts, partial(table_partition, partitions=settings.partitions))
     runtime = Runtime(policy, names, settings.partitions, facts)
-    alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
+    detectors: MutableMapping[bytes, bytes] = pipe.detectors
+    if isinstance(facts, ChangelogTable):
+        detectors = ChangelogTable(
+            pipe.detectors, partial(detector_partition, partitions=settings.partitions)
+        )
+    alerting = AlertRuntime(policy, settings.partitions, detectors)
     edge = VerdictsEdge(
         VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
     )
