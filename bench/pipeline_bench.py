@@ -8,12 +8,10 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +19,32 @@ from typing import Any
 import orjson
 import yaml
 
+from bench.children import (
+    PARTITIONS,
+    Child,
+    faust_floor_child,
+    free_port,
+    passthrough_child,
+    wait_file,
+    wait_healthy,
+    worker,
+)
+from bench.kafka_io import (
+    Produced,
+    admin_client,
+    create_topics,
+    delete_topics,
+    end_offsets,
+    mean_sizes,
+    new_producer,
+    note,
+    produce,
+)
 from bench.workload import POLICY, claims
 from streams.core.timeutil import format_rfc3339
 from streams.settings import env_bootstrap
 from streams.topics import TopicNames, ensure_topics, partition_for
 
-PARTITIONS = 4
 CLAIMS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_CLAIMS", "50000"))
 FACTS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_FACTS", "10000"))
 RATE = 2000
@@ -34,328 +52,7 @@ LATENCY_S = float(os.environ.get("CLAIMWATCH_BENCH_LATENCY_SECONDS", "15"))
 WARMUP_S = 3.0
 DRAIN_S = 30.0
 WORK = Path(".cache/bench")
-CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (see README)"
-
-Produced = tuple[bytes, bytes, int]
-
-
-# ---------------------------------------------------------------------------- Kafka helpers
-
-
-def _note(text: str) -> None:
-    """Progress on stderr (stdout carries only the figures)."""
-    print(f"  pipeline: {text}", file=sys.stderr, flush=True)
-
-
-def _producer(**options: Any) -> Any:
-    from aiokafka import AIOKafkaProducer
-
-    return AIOKafkaProducer(bootstrap_servers=env_bootstrap(), acks="all", **options)
-
-
-async def produce(topic: str, messages: Iterable[Produced]) -> int:
-    """Send keyed messages to their partitions as fast as the broker takes them."""
-    producer = _producer(linger_ms=20, max_batch_size=512 * 1024)
-    await producer.start()
-    try:
-        sent = 0
-        pending: list[Any] = []
-        for key, value, partition in messages:
-            pending.append(await producer.send(topic, value, key=key, partition=partition))
-            sent += 1
-            if len(pending) >= 20_000:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await asyncio.gather(*pending)
-        return sent
-    finally:
-        await producer.stop()
-
-
-@contextlib.asynccontextmanager
-async def _admin() -> AsyncIterator[Any]:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=env_bootstrap())
-    await admin.start()
-    try:
-        yield admin
-    finally:
-        await admin.close()
-
-
-async def create_topics(names: Iterable[str], compacted: Iterable[str] = ()) -> None:
-    """Create topics of PARTITIONS partitions (the compacted ones with cleanup.policy=compact)."""
-    from aiokafka.admin import NewTopic
-
-    squeezed = set(compacted)
-    async with _admin() as admin:
-        await admin.create_topics(
-            [
-                NewTopic(
-                    name,
-                    PARTITIONS,
-                    1,
-                    topic_configs={"cleanup.policy": "compact"} if name in squeezed else {},
-                )
-                for name in names
-            ]
-        )
-
-
-async def delete_topics(prefix: str, groups: Iterable[str] = ()) -> None:
-    """Best effort: delete every topic named `prefix...` and the given consumer groups."""
-    from aiokafka.protocol.admin import DeleteGroupsRequest
-
-    with contextlib.suppress(Exception):
-        async with _admin() as admin:
-            doomed = [t for t in await admin.list_topics() if t.startswith(prefix)]
-            if doomed:
-                await admin.delete_topics(doomed)
-            for group in groups:
-                with contextlib.suppress(Exception):
-                    node = await admin.find_coordinator(group)
-                    await admin._send_request_to_node(node, DeleteGroupsRequest([group]))
-
-
-async def partitions_of(topics: Iterable[str]) -> dict[str, int]:
-    """How many partitions each topic has."""
-    async with _admin() as admin:
-        described = await admin.describe_topics(list(topics))
-    return {d["topic"]: len(d["partitions"]) for d in described}
-
-
-async def end_offsets(topics: Iterable[str]) -> dict[str, int]:
-    """Records written so far to each topic (sum of its partitions' end offsets)."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    names = list(topics)
-    counts = await partitions_of(names)
-    consumer = AIOKafkaConsumer(bootstrap_servers=env_bootstrap(), group_id=None)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(t, p) for t in names for p in range(counts[t])]
-        ends = await consumer.end_offsets(tps)
-        return {t: sum(ends[tp] for tp in tps if tp.topic == t) for t in names}
-    finally:
-        await consumer.stop()
-
-
-async def mean_sizes(topics: Iterable[str], spots: int = 8, per_spot: int = 250) -> dict[str, int]:
-    """Mean value + header bytes of each topic, sampled at evenly spaced offsets."""
-    return {topic: await _mean_size(topic, spots, per_spot) for topic in topics}
-
-
-async def _mean_size(topic: str, spots: int, per_spot: int) -> int:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    # One consumer per topic: once assigned, a consumer fetches metadata of its topics only.
-    partitions = (await partitions_of([topic]))[topic]
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=env_bootstrap(), group_id=None, auto_offset_reset="earliest"
-    )
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        ends = await consumer.end_offsets(tps)
-        consumer.assign(tps)
-        total = count = 0
-        for tp in tps:
-            for spot in range(spots):
-                start = ends[tp] * spot // spots
-                stop = min(ends[tp], start + per_spot)
-                if start >= stop:
-                    continue
-                consumer.seek(tp, start)
-                deadline = time.monotonic() + 10.0
-                position = start
-                while position < stop and time.monotonic() < deadline:
-                    batch = await consumer.getmany(tp, timeout_ms=500, max_records=per_spot)
-                    for message in batch.get(tp, ()):
-                        if message.offset >= stop:
-                            break
-                        headers = sum(len(k) + len(v) for k, v in message.headers or ())
-                        total += len(message.value or b"") + headers
-                        count += 1
-                        position = message.offset + 1
-        return round(total / count) if count else 0
-    finally:
-        await consumer.stop()
-
-
-# ---------------------------------------------------------------------------- processes
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def vm_hwm_mib(pid: int) -> float | None:
-    """Peak resident set size of a running process (VmHWM), MiB."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return None
-
-
-@dataclass(slots=True)
-class Child:
-    """A subprocess of this benchmark (its log in the work directory)."""
-
-    name: str
-    command: list[str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-    started: float = 0.0
-
-    def start(self) -> Child:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env.pop("CLAIMWATCH_TOPIC_PREFIX", None)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.started = time.perf_counter()
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                self.command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        return self
-
-    def check(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            tail = self.log.read_text(errors="replace")[-4000:]
-            raise RuntimeError(f"{self.name} exited early:\n{tail}")
-
-    def peak_mib(self) -> float | None:
-        return vm_hwm_mib(self.proc.pid) if self.proc is not None else None
-
-    def stop(self) -> None:
-        """SIGTERM this child (SIGKILL when it lingers) and wait for it."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-def worker(policy: Path, prefix: str, app_id: str, port: int, work: Path) -> Child:
-    command = [
-        str(CLAIMWATCH), "worker", "--policy", str(policy), "--bootstrap", env_bootstrap(),
-        "--topic-prefix", prefix, "--app-id", app_id, "--web-port", str(port),
-        "--partitions", str(PARTITIONS), "--store", "memory://", "--data-dir", str(work / app_id),
-    ]  # fmt: skip
-    return Child(f"worker {app_id}", command, work / f"{app_id}.log")
-
-
-def passthrough_child(spec: dict[str, Any], work: Path) -> Child:
-    command = [sys.executable, "-m", "bench.pipeline_bench", "passthrough", json.dumps(spec)]
-    return Child(f"passthrough {spec['group']}", command, work / f"{spec['group']}.log")
-
-
-def faust_floor_child(spec: dict[str, Any], work: Path) -> Child:
-    command = [sys.executable, "-m", "bench.faust_floor", json.dumps(spec)]
-    return Child(f"faust-floor {spec['group']}", command, work / f"{spec['group']}.log")
-
-
-async def wait_healthy(child: Child, port: int, timeout: float = 120.0) -> None:
-    import aiohttp
-
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-        while time.monotonic() < deadline:
-            child.check()
-            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                async with session.get(f"http://127.0.0.1:{port}/health") as response:
-                    if response.status == 200:
-                        return
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"{child.name} not healthy after {timeout:.0f}s")
-
-
-async def wait_file(child: Child, path: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        child.check()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{child.name} not ready after {timeout:.0f}s")
-        await asyncio.sleep(0.1)
-
-
-# ---------------------------------------------------------------------------- the passthrough
-
-
-async def passthrough(spec: dict[str, Any]) -> None:
-    """Consume the input in a group; per record, send the planned outputs; commit every 1 s.
-
-    At-least-once as the worker: a timer task (like Faust's commit timer) takes the offsets
-    consumed so far, flushes the producer (acks=all) and only then commits them. Each output
-    is the input value padded with spaces to the worker's mean size for that topic (still
-    the claim's JSON).
-    """
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(
-        spec["input"],
-        bootstrap_servers=env_bootstrap(),
-        group_id=spec["group"],
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-    )
-    producer = _producer()
-    plan = [(topic, float(rate), int(size)) for topic, rate, size in spec["outputs"]]
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await producer.start()
-    await consumer.start()
-    pending: dict[Any, int] = {}
-
-    async def commit() -> None:
-        taken = dict(pending)
-        pending.clear()
-        if taken:
-            await producer.flush()
-            await consumer.commit(taken)
-
-    async def commit_every_second() -> None:
-        while not stop.is_set():
-            await asyncio.sleep(1.0)
-            await commit()
-
-    committer = asyncio.create_task(commit_every_second())
-    ready = Path(spec["ready"])
-    seen = 0
-    try:
-        while not stop.is_set():
-            batches = await consumer.getmany(timeout_ms=100)
-            if not ready.exists() and consumer.assignment():
-                ready.touch()
-            for tp, messages in batches.items():
-                for message in messages:
-                    value = message.value or b""
-                    for topic, rate, size in plan:
-                        for _ in range(int((seen + 1) * rate) - int(seen * rate)):
-                            body = value + b" " * (size - len(value))
-                            await producer.send(
-                                topic, body, key=message.key, partition=message.partition
-                            )
-                    seen += 1
-                if messages:
-                    pending[tp] = messages[-1].offset + 1
-        committer.cancel()
-        await commit()
-    finally:
-        await consumer.stop()
-        await producer.stop()
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -372,7 +69,7 @@ async def committed_rate(
     first: tuple[float, int] | None = None
     deadline = time.monotonic() + timeout
     next_report = time.perf_counter() + 10.0
-    async with _admin() as admin:
+    async with admin_client() as admin:
         coordinator = await admin.find_coordinator(group)
         while time.monotonic() < deadline:
             child.check()
@@ -384,7 +81,7 @@ async def committed_rate(
             if first is None and done > 0:
                 first = (now, done)
             if now >= next_report:
-                _note(f"{child.name}: {done:,}/{total:,} committed")
+                note(f"{child.name}: {done:,}/{total:,} committed")
                 next_report = now + 10.0
             if done >= total and first is not None:
                 figures: dict[str, Any] = {"claims": total, "timed_from": "first commit"}
@@ -446,7 +143,7 @@ async def paced_latency(
     than every decided one (so p99 is None when more than 1 % were not decided in time).
     """
     consumer = await _tail(out_topics)
-    producer = _producer()
+    producer = new_producer()
     await producer.start()
     sent: dict[str, float] = {}
     latencies: list[float] = []
@@ -530,7 +227,7 @@ class Run:
 
     async def outputs(self, names: TopicNames) -> list[str]:
         """Every topic the worker writes but its claims topic (where it writes only ticks)."""
-        async with _admin() as admin:
+        async with admin_client() as admin:
             topics = await admin.list_topics()
         ours = (f"{names.prefix}pt.", f"{names.prefix}lat.")
         return sorted(
@@ -592,8 +289,8 @@ async def throughput(run: Run) -> dict[str, Any]:
     ends = await _partition_ends(names.claims)
     if sum(ends.values()) != published:
         raise RuntimeError(f"{names.claims} holds {sum(ends.values())} records, sent {published}")
-    _note(f"published {published:,} claims over {FACTS:,} facts; starting the worker")
-    port = _free_port()
+    note(f"published {published:,} claims over {FACTS:,} facts; starting the worker")
+    port = free_port()
     child = run.spawn(worker(run.policy, run.prefix, app_id, port, run.work))
     measured = await committed_rate(app_id, names.claims, ends, child)
     plan, fan_out = await _fan_out(run, names, app_id, {}, published)
@@ -606,12 +303,12 @@ async def throughput(run: Run) -> dict[str, Any]:
         "outputs": plan,
         "ready": str(run.work / "pt.ready"),
     }
-    _note("starting the passthrough")
+    note("starting the passthrough")
     pt = run.spawn(passthrough_child(spec, run.work))
     baseline = await committed_rate(spec["group"], names.claims, ends, pt)
     pt_counts = await end_offsets([p[0] for p in plan])
     pt.stop()
-    _note("starting the Faust floor (a Faust passthrough with the same fan-out)")
+    note("starting the Faust floor (a Faust passthrough with the same fan-out)")
     floor_spec = {**spec, "group": f"{run.prefix}ff", "ready": str(run.work / "ff.ready")}
     ff = run.spawn(faust_floor_child(floor_spec, run.work))
     floor = await committed_rate(floor_spec["group"], names.claims, ends, ff)
@@ -662,7 +359,7 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     names = TopicNames(f"{run.prefix}lat.")
     app_id = f"{names.prefix}app"
     await ensure_topics(env_bootstrap(), names, PARTITIONS)
-    port = _free_port()
+    port = free_port()
     child = run.spawn(worker(run.policy, names.prefix, app_id, port, run.work))
     await wait_healthy(child, port)
     rates = [sustained, RATE] if sustained < RATE else [RATE]
@@ -670,7 +367,7 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     plan: list[list[Any]] = []
     fan_out: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        _note(f"worker: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
+        note(f"worker: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
         before = await end_offsets(await run.outputs(names))
         figures = await paced_latency(
             names.claims, [names.decisions], decision_claim_ids, f"w{n}", rate, LATENCY_S
@@ -688,7 +385,7 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     await wait_file(pt, ready)
     baseline: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        _note(f"passthrough: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
+        note(f"passthrough: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
         baseline[f"at_{rate}_per_s"] = await paced_latency(
             pt_in, [p[0] for p in plan], passthrough_claim_id, f"p{n}", rate, LATENCY_S
         )
@@ -718,7 +415,4 @@ def run() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "passthrough":
-        asyncio.run(passthrough(json.loads(sys.argv[2])))
-    else:
-        print(json.dumps(run()))
+    print(json.dumps(run()))

@@ -137,7 +137,8 @@ async def _publish(prefix: str, count: int) -> int:
     Observed now, not at the workload's fixed base: a topic replay moves the partition clock
     to each record's arrival (its broker timestamp), so older claims would only expire.
     """
-    from bench.pipeline_bench import fresh_claims, produce
+    from bench.kafka_io import produce
+    from bench.pipeline_bench import fresh_claims
     from streams.topics import ensure_topics
 
     names = TopicNames(prefix)
@@ -148,7 +149,7 @@ async def _publish(prefix: str, count: int) -> int:
 
 def run(path: Path) -> dict[str, Any]:
     """File replay vs resolve on `path`; topic replay vs a plain read of the same topic."""
-    from bench.pipeline_bench import delete_topics
+    from bench.kafka_io import delete_topics
 
     with path.open("rb") as handle:
         claims = sum(1 for _ in handle)
