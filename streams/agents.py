@@ -29,8 +29,13 @@ def install(
     alerting: AlertRuntime,
     metrics: Metrics,
     verdicts: VerdictsEdge | None = None,
+    on_decision: Callable[[int, bytes, bytes], Awaitable[None]] | None = None,
 ) -> None:
-    """Register the claims, alerts and verdicts agents, the tick timer and the HTTP pages."""
+    """Register the claims, alerts and verdicts agents, the tick timer and the HTTP pages.
+
+    `on_decision` is given each decision made (partition, fact key, record JSON) after it
+    is sent, for processors that live on the fact's partition (plan blocking).
+    """
     app = pipe.app
     settings = pipe.settings
     resolutions: Any = pipe.resolutions
@@ -100,6 +105,9 @@ def install(
                 resolutions[key] = body
             for out in handled.sends:
                 await send(out)
+            if on_decision is not None:
+                for key, body in handled.resolutions:
+                    await on_decision(message.partition, key, body)
             _count(metrics, handled)
             metrics.latency.observe(time.perf_counter() - started)
 

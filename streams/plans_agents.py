@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
 
-from streams.agents import batched_events, send_counted
+from streams.agents import send_counted
 from streams.app import Pipeline
 from streams.metrics import Metrics
 from streams.plans_edge import PlansEdge, PlansHandled
@@ -20,8 +21,18 @@ def plans_edge(pipe: Pipeline) -> PlansEdge:
     )
 
 
-def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
-    """Register the plan-side and fact-side agents and their rebalance hooks."""
+#: What the claims agent calls with each decision it makes: partition, fact key, record JSON.
+DecisionHook = Callable[[int, bytes, bytes], Awaitable[None]]
+
+
+def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> DecisionHook:
+    """Register the plan-side and fact-side agents and their rebalance hooks.
+
+    The fact side learns of decisions from the claims agent, in process (the returned hook):
+    the decision is made on the fact's partition, where its plan interests are kept, so
+    reading it back from `decisions` would only cost the worker a second pass over every
+    decision. `plans.interest` is still read by an agent.
+    """
     app = pipe.app
     names: TopicNames = pipe.names
 
@@ -42,9 +53,8 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
         for name in (names.plans, names.plans_steps, names.plans_interest, names.plans_updates)
     }
     targets[names.dlq] = pipe.dlq
-    batch, within = pipe.settings.batch_max, pipe.settings.batch_within_s
     plan_side = raw(names.plans, names.plans_updates)
-    fact_side = raw(names.decisions, names.plans_interest)
+    fact_side = raw(names.plans_interest)
 
     async def send(handled: PlansHandled) -> None:
         """Send what the edge returned and count its events."""
@@ -59,10 +69,13 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
 
     @app.agent(fact_side, concurrency=1)
     async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
-        """Fact side: `decisions` and `plans.interest`, by fact key."""
-        async for event in batched_events(stream, batch, within):
+        """Fact side: `plans.interest`, by fact key (decisions come through the hook)."""
+        async for event in stream.events():
             m = event.message
             await send(edge.handle_fact_side(m.topic, m.partition, m.offset, m.key, event.value))
+
+    async def on_decision(partition: int, key: bytes, body: bytes) -> None:
+        await send(edge.handle_fact_side(names.decisions, partition, -1, key, body))
 
     @pipe.plans_table.on_recover  # type: ignore[untyped-decorator]
     async def on_plans_recovered() -> None:
@@ -78,3 +91,5 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> None:
     async def on_plans_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         """Rebuild the books of assigned partitions from the table."""
         edge.forget({tp.partition for tp in assigned if tp.topic == names.plans})
+
+    return on_decision

@@ -43,9 +43,9 @@ def run_worker(settings: WorkerSettings) -> None:
         VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
     )
     metrics = Metrics(policy)
-    install(pipe, runtime, alerting, metrics, edge)
+    on_decision = install_plans(pipe, plans_edge(pipe), metrics)
+    install(pipe, runtime, alerting, metrics, edge, on_decision)
     install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics)
-    install_plans(pipe, plans_edge(pipe), metrics)
     from faust import Worker
 
     logging.getLogger("faust").setLevel(settings.log_level.upper())
