@@ -134,11 +134,17 @@ def install(
     async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in revoked if tp.topic == pipe.names.claims})
         alerting.forget()
+        # what the store holds must be in the changelog before Faust commits and before a
+        # partition is recovered from it again (here or on another worker)
+        await drain_changelogs()
+        await drain_detectors()
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in assigned if tp.topic == pipe.names.claims})
         alerting.forget()
+        await drain_changelogs()
+        await drain_detectors()
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
