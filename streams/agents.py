@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from functools import partial
 from typing import Any
 
 import faust
@@ -15,11 +14,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.alerting import AlertRuntime
 from streams.app import Pipeline
-from streams.changelog import ChangelogTable
 from streams.codec import dumps, loads
 from streams.metrics import Metrics, dlq_reason_label
 from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
-from streams.topics import partition_for
 from streams.verdicts_edge import VerdictsEdge
 
 
@@ -38,12 +35,6 @@ def install(
     """
     app = pipe.app
     settings = pipe.settings
-    resolutions: Any = pipe.resolutions
-    if isinstance(runtime.table, ChangelogTable):  # at-least-once: see streams/changelog.py
-        resolutions = ChangelogTable(
-            pipe.resolutions, partial(partition_for, partitions=settings.partitions)
-        )
-    changelogs = [t for t in (runtime.table, resolutions) if isinstance(t, ChangelogTable)]
     topics = {
         pipe.names.claims: pipe.claims,
         pipe.names.decisions: pipe.decisions,
@@ -67,15 +58,9 @@ def install(
                 out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
             )
 
-    async def drain_detectors() -> None:
-        if isinstance(alerting.table, ChangelogTable):
-            await alerting.table.drain(app.producer)
-
     @app.agent(pipe.alerts_input, concurrency=1)
     async def detect(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(
-            stream, settings.batch_max, settings.batch_within_s, drain_detectors
-        ):
+        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
             batch = alerting.handle(event.message.partition, event.value)
             for alert in batch.alerts:
                 key = str(alert.get("field", "")).encode()
@@ -86,15 +71,9 @@ def install(
                     fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
                 )
 
-    async def drain_changelogs() -> None:
-        for changelog in changelogs:
-            await changelog.drain(app.producer)
-
     @app.agent(pipe.claims, concurrency=1)
     async def process_claims(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(
-            stream, settings.batch_max, settings.batch_within_s, drain_changelogs
-        ):
+        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
             message = event.message
             started = time.perf_counter()
             stamp = int(message.timestamp * 1000) * 1000 if message.timestamp else None
@@ -102,7 +81,7 @@ def install(
                 message.partition, message.offset, message.key, event.value, stamp
             )
             for key, body in handled.resolutions:
-                resolutions[key] = body
+                pipe.resolutions[key] = body
             for out in handled.sends:
                 await send(out)
             if on_decision is not None:
@@ -134,17 +113,11 @@ def install(
     async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in revoked if tp.topic == pipe.names.claims})
         alerting.forget()
-        # what the store holds must be in the changelog before Faust commits and before a
-        # partition is recovered from it again (here or on another worker)
-        await drain_changelogs()
-        await drain_detectors()
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_assigned(_app: Any, assigned: Any, **_: Any) -> None:
         runtime.forget({tp.partition for tp in assigned if tp.topic == pipe.names.claims})
         alerting.forget()
-        await drain_changelogs()
-        await drain_detectors()
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
@@ -201,16 +174,10 @@ def _install_verdicts(
         edge.forget({tp.partition for tp in assigned if tp.topic == pipe.names.verdicts})
 
 
-async def batched_events(
-    stream: Any,
-    most: int,
-    within: float,
-    after_batch: Callable[[], Awaitable[None]] | None = None,
-) -> AsyncIterator[Any]:
+async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:
     """The stream's events, taken in batches of up to `most` (waiting at most `within` s).
 
-    Faust acks (and so commits) a batch's events once the whole batch is handled, and
-    `after_batch` has run (the claims agent sends its changelog records there). While an
+    Faust acks (and so commits) a batch's events once the whole batch is handled. While an
     event is handled it is made the task's current event (the context variable Faust's
     tables and transactions consult), so that a table write through Faust goes to the
     changelog partition of that record, as with `stream.events()`. The stream's own
@@ -220,12 +187,14 @@ async def batched_events(
     they send again is dropped by id downstream, while skipping them would lose them if
     the revocation were not final.
     """
+    if most <= 1:  # record by record, as Faust streams go
+        async for event in stream.events():
+            yield event
+        return
     async for events in stream.take_events(most, within=within):
         for event in events:
             _current_event.set(weakref.ref(event))
             yield event
-        if after_batch is not None:
-            await after_batch()
 
 
 async def send_counted(

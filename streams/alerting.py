@@ -33,11 +33,6 @@ from streams.topics import partition_for
 FACT_SEP = b"\x00fact\x00"
 
 
-def detector_partition(key: bytes, partitions: int) -> int:
-    """The partition a key of the detectors table belongs to: its field's home."""
-    return partition_for(key.split(FACT_SEP, 1)[0], partitions)
-
-
 @dataclass(frozen=True, slots=True)
 class SourceFigures:
     """The current figures of one source on one field, for the metrics."""

@@ -47,13 +47,6 @@ class Handled:
     claim: Claim | None = None
 
 
-def table_partition(key: bytes, partitions: int) -> int:
-    """The partition a key of the facts table belongs to (a fact's home, or a clock's own)."""
-    if key.startswith(CLOCK_PREFIX):
-        return int(key[len(CLOCK_PREFIX) :])
-    return partition_for(key, partitions)
-
-
 def tick_value(at_us: int) -> bytes:
     """The value of a tick record: the partition clock may move to `at_us`."""
     return dumps({"__tick__": at_us})

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping
-from functools import partial
 
 from streams.agents import install
-from streams.alerting import AlertRuntime, detector_partition
+from streams.alerting import AlertRuntime
 from streams.app import build_app
-from streams.changelog import ChangelogTable
 from streams.core.argue.verdicts import VerdictConfig
 from streams.docs_agents import install_docs
 from streams.docs_edge import DocsEdge
 from streams.metrics import Metrics
 from streams.plans_agents import install_plans, plans_edge
 from streams.policy_file import load_policy
-from streams.runtime import Runtime, table_partition
+from streams.runtime import Runtime
 from streams.settings import WorkerSettings, client_security
 from streams.topics import TopicNames, ensure_topics
 from streams.verdicts_edge import VerdictsEdge
@@ -29,16 +26,8 @@ def run_worker(settings: WorkerSettings) -> None:
     names = TopicNames(settings.prefix)
     asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
     pipe = build_app(settings)
-    facts: MutableMapping[bytes, bytes] = pipe.facts
-    if settings.guarantee != "exactly_once":  # see streams/changelog.py
-        facts = ChangelogTable(pipe.facts, partial(table_partition, partitions=settings.partitions))
-    runtime = Runtime(policy, names, settings.partitions, facts)
-    detectors: MutableMapping[bytes, bytes] = pipe.detectors
-    if isinstance(facts, ChangelogTable):
-        detectors = ChangelogTable(
-            pipe.detectors, partial(detector_partition, partitions=settings.partitions)
-        )
-    alerting = AlertRuntime(policy, settings.partitions, detectors)
+    runtime = Runtime(policy, names, settings.partitions, pipe.facts)
+    alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
     edge = VerdictsEdge(
         VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
     )
