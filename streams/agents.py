@@ -135,13 +135,9 @@ def install(
     @app.page("/facts/{subject}/{field}")
     async def fact_page(web: Any, request: Any, subject: str, field: str) -> Any:
         key = f"{subject}|{field}".encode()
-        owner = _owner_url(app, pipe, key)
-        if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
-            if request.headers.get("X-Claimwatch-Forwarded"):
-                return web.json({"error": "partition owner unknown"}, status=503)
-            return await _forward(owner, request)
-        if _recovering(app):
-            return web.json({"error": "recovering"}, status=503)
+        elsewhere = await answer_elsewhere(pipe, key, web, request)
+        if elsewhere is not None:
+            return elsewhere
         body = pipe.resolutions.get(key)
         if body is None:
             return web.json({"error": f"no decision for {subject}|{field}"}, status=404)
@@ -239,6 +235,23 @@ def _count(metrics: Metrics, handled: Handled) -> None:
         metrics.decisions.labels(field, record["outcome"]).inc()
         if record["outcome"] == "conflict" and decided.previous_outcome != "conflict":
             metrics.conflicts.labels(field, record["conflict_kind"] or "value").inc()
+
+
+async def answer_elsewhere(pipe: Pipeline, key: bytes, web: Any, request: Any) -> Any | None:
+    """The answer of a page about `key` when this worker cannot give it, else None.
+
+    Forwarded to the worker that owns the key's partition (tables keyed like `resolutions`
+    share its partitions); 503 while this worker recovers or the owner is unknown.
+    """
+    app = pipe.app
+    owner = _owner_url(app, pipe, key)
+    if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
+        if request.headers.get("X-Claimwatch-Forwarded"):
+            return web.json({"error": "partition owner unknown"}, status=503)
+        return await _forward(owner, request)
+    if _recovering(app):
+        return web.json({"error": "recovering"}, status=503)
+    return None
 
 
 def _recovering(app: Any) -> bool:

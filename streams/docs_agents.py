@@ -12,7 +12,7 @@ from typing import Any
 
 import faust
 
-from streams.agents import _forward, _owner_url, _recovering, send_counted
+from streams.agents import answer_elsewhere, send_counted
 from streams.app import Pipeline
 from streams.core.docstore import Version
 from streams.docs_edge import DocsEdge
@@ -61,13 +61,9 @@ def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
     async def answer(web: Any, request: Any, path: str, number: int | None) -> Any:
         # the docs table has the same partition count and key partitioner as the resolutions
         # table, so the owner of the key's resolutions partition owns its docs partition too
-        owner = _owner_url(app, pipe, path.encode())
-        if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
-            if request.headers.get("X-Claimwatch-Forwarded"):
-                return web.json({"error": "partition owner unknown"}, status=503)
-            return await _forward(owner, request)
-        if _recovering(app):
-            return web.json({"error": "recovering"}, status=503)
+        elsewhere = await answer_elsewhere(pipe, path.encode(), web, request)
+        if elsewhere is not None:
+            return elsewhere
         version = edge.version(path, number)
         if version is None:
             what = "document" if number is None else f"version {number} of"

@@ -27,7 +27,7 @@ from streams.core.docstore import (
     validate,
 )
 from streams.runtime import Outgoing, dead_letter
-from streams.topics import TopicNames, partition_for
+from streams.topics import TopicNames, misplaced
 
 HEAD_PREFIX: Final = b"d/"
 VERSION_PREFIX: Final = b"v/"
@@ -138,8 +138,8 @@ class DocsEdge:
             request = validate(data)
             request_id = request.request_id or f"{self.names.publish}:{partition}:{offset}"
             wanted = request.path.encode()
-            home = partition_for(wanted, self.partitions)
-            if key != wanted or partition != home:
+            home = misplaced(wanted, key, partition, self.partitions)
+            if home is not None:
                 out.events.append("doc_rerouted")
                 fixed = value if request.request_id else dumps({**data, "request_id": request_id})
                 out.sends.append(Outgoing(self.names.publish, wanted, fixed, home))

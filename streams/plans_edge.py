@@ -46,7 +46,7 @@ from streams.core.plans import (
     on_remove,
 )
 from streams.runtime import Outgoing, dead_letter
-from streams.topics import TopicNames, partition_for
+from streams.topics import TopicNames, misplaced, partition_for
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
@@ -162,8 +162,8 @@ class PlansEdge:
             out.sends.append(dead_letter(self.names, origin, key, value, str(exc)))
             return
         wanted = plan.plan_id.encode()
-        home = partition_for(wanted, self.partitions)
-        if key != wanted or partition != home:
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
             out.events.append("plan_rerouted")
             out.sends.append(Outgoing(self.names.plans, wanted, value, home))
             return
@@ -310,8 +310,8 @@ class PlansEdge:
             out.sends.append(dead_letter(self.names, origin, key, value, reason))
             return
         wanted = fact.encode()
-        home = partition_for(wanted, self.partitions)
-        if key != wanted or partition != home:
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
             out.sends.append(Outgoing(self.names.plans_interest, wanted, value, home))
             return
         raw = self.facts_table.get(wanted)

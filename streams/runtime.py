@@ -16,7 +16,7 @@ from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.state import FactState
-from streams.topics import TopicNames, partition_for
+from streams.topics import TopicNames, misplaced, partition_for
 
 #: Key of tick records in the claims topic, and the prefix of bookkeeping keys in the table.
 TICK_KEY: Final = b"__tick__"
@@ -226,8 +226,8 @@ class Runtime:
                 out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
                 return out
             wanted = claim.fact_key.encode()
-            home = partition_for(wanted, self.partitions)
-            if key != wanted or partition != home:
+            home = misplaced(wanted, key, partition, self.partitions)
+            if home is not None:
                 out.events.append("rerouted")
                 out.sends.append(Outgoing(self.names.claims, wanted, value, home))
                 return out

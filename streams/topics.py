@@ -127,6 +127,12 @@ def partition_for(key: bytes, partitions: int) -> int:
     return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
+def misplaced(wanted: bytes, key: bytes | None, partition: int, partitions: int) -> int | None:
+    """The home partition of a record that is not keyed `wanted` or not in its home, else None."""
+    home = partition_for(wanted, partitions)
+    return home if key != wanted or partition != home else None
+
+
 async def ensure_topics(
     bootstrap: str, names: TopicNames, partitions: int, **client: object
 ) -> None:

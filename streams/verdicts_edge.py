@@ -12,7 +12,7 @@ from schemas.verdict import VerdictSignal
 from streams.codec import MAX_CLAIM_BYTES, DecodeError, dumps, loads
 from streams.core.argue.verdicts import RequestState, VerdictConfig, VerdictRunner
 from streams.runtime import TICK_KEY, Outgoing, dead_letter, tick_time
-from streams.topics import TopicNames, partition_for
+from streams.topics import TopicNames, misplaced
 
 #: Table keys: one JSON state per request id, and one event clock per partition.
 REQUEST_PREFIX: Final = b"r/"
@@ -119,8 +119,8 @@ class VerdictsEdge:
                 out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
                 return out
             wanted = signal.request_id.encode()
-            home = partition_for(wanted, self.partitions)
-            if key != wanted or partition != home:
+            home = misplaced(wanted, key, partition, self.partitions)
+            if home is not None:
                 out.events.append("verdict_rerouted")
                 out.sends.append(Outgoing(self.names.verdicts, wanted, value, home))
                 return out
