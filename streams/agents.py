@@ -109,15 +109,11 @@ def install(
     async def on_detectors_recovered() -> None:
         alerting.forget()
 
-    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
-    async def on_revoked(_app: Any, revoked: Any, **_: Any) -> None:
-        runtime.forget({tp.partition for tp in revoked if tp.topic == pipe.names.claims})
+    def forget(moved: set[int]) -> None:
+        runtime.forget(moved)
         alerting.forget()
 
-    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
-    async def on_assigned(_app: Any, assigned: Any, **_: Any) -> None:
-        runtime.forget({tp.partition for tp in assigned if tp.topic == pipe.names.claims})
-        alerting.forget()
+    forget_on_rebalance(app, pipe.names.claims, forget)
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
@@ -161,13 +157,17 @@ def _install_verdicts(
     async def on_verdicts_recovered() -> None:
         edge.forget()
 
-    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
-    async def on_verdicts_revoked(_app: Any, revoked: Any, **_: Any) -> None:
-        edge.forget({tp.partition for tp in revoked if tp.topic == pipe.names.verdicts})
+    forget_on_rebalance(app, pipe.names.verdicts, edge.forget)
 
-    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
-    async def on_verdicts_assigned(_app: Any, assigned: Any, **_: Any) -> None:
-        edge.forget({tp.partition for tp in assigned if tp.topic == pipe.names.verdicts})
+
+def forget_on_rebalance(app: Any, topic: str, forget: Callable[[set[int]], None]) -> None:
+    """Call `forget` with the partitions of `topic` revoked or assigned at each rebalance."""
+
+    async def moved(_app: Any, partitions: Any, **_: Any) -> None:
+        forget({tp.partition for tp in partitions if tp.topic == topic})
+
+    app.on_partitions_revoked.connect(moved)
+    app.on_partitions_assigned.connect(moved)
 
 
 async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:

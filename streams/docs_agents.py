@@ -12,7 +12,7 @@ from typing import Any
 
 import faust
 
-from streams.agents import answer_elsewhere, send_counted
+from streams.agents import answer_elsewhere, forget_on_rebalance, send_counted
 from streams.app import Pipeline
 from streams.core.docstore import Version
 from streams.docs_edge import DocsEdge
@@ -50,13 +50,7 @@ def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
 
     pipe.docs.on_recover(on_docs_recovered)
 
-    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
-    async def on_docs_revoked(_app: Any, revoked: Any, **_: Any) -> None:
-        edge.forget()
-
-    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
-    async def on_docs_assigned(_app: Any, assigned: Any, **_: Any) -> None:
-        edge.forget()
+    forget_on_rebalance(app, pipe.names.publish, lambda _moved: edge.forget())
 
     async def answer(web: Any, request: Any, path: str, number: int | None) -> Any:
         # the docs table has the same partition count and key partitioner as the resolutions

@@ -7,7 +7,7 @@ from typing import Any
 
 import faust
 
-from streams.agents import send_counted
+from streams.agents import forget_on_rebalance, send_counted
 from streams.app import Pipeline
 from streams.metrics import Metrics
 from streams.plans_edge import PlansEdge, PlansHandled
@@ -82,14 +82,7 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> Decision
         """Books built before recovery finished are incomplete: rebuild them."""
         edge.forget()
 
-    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
-    async def on_plans_revoked(_app: Any, revoked: Any, **_: Any) -> None:
-        """Forget the books of revoked partitions."""
-        edge.forget({tp.partition for tp in revoked if tp.topic == names.plans})
-
-    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
-    async def on_plans_assigned(_app: Any, assigned: Any, **_: Any) -> None:
-        """Rebuild the books of assigned partitions from the table."""
-        edge.forget({tp.partition for tp in assigned if tp.topic == names.plans})
+    # books of moved partitions are dropped and rebuilt from the table on their next record
+    forget_on_rebalance(app, names.plans, edge.forget)
 
     return on_decision
