@@ -13,7 +13,7 @@ from streams.codec import dumps_line
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import TimestampError, parse_rfc3339
 from streams.offline import read_claims, resolve_batch
-from streams.policy_file import PolicyError, load_policy
+from streams.policy_file import MAX_POLICY_BYTES, PolicyError, load_policy
 
 app = typer.Typer(
     name="claimwatch",
@@ -30,6 +30,9 @@ def _root() -> None:
 
 
 PolicyOption = Annotated[Path, typer.Option("--policy", "-p", help="policy YAML file")]
+MaxPolicyBytesOption = Annotated[
+    int, typer.Option("--max-policy-bytes", min=1, help="refuse a larger policy file (bytes)")
+]
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -37,9 +40,9 @@ def _fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _policy(path: Path) -> CompiledPolicy:
+def _policy(path: Path, max_bytes: int) -> CompiledPolicy:
     try:
-        return load_policy(path)
+        return load_policy(path, max_bytes=max_bytes)
     except PolicyError as exc:
         _fail(str(exc), 2)
 
@@ -60,9 +63,10 @@ def resolve(
     now: Annotated[
         str | None, typer.Option(help="RFC 3339 clock time of the observation (default: now)")
     ] = None,
+    max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
 ) -> None:
     """Resolve JSON-lines claims: one decision per fact, sorted by (subject, field)."""
-    compiled = _policy(policy)
+    compiled = _policy(policy, max_policy_bytes)
     now_us = _now(now)
     if file == "-":
         batch = read_claims(sys.stdin.buffer, "<stdin>", compiled)
@@ -117,12 +121,13 @@ def worker(
         ".cache/worker"
     ),
     app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
+    max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
 ) -> None:
     """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
     from streams.settings import WorkerSettings
     from streams.worker import run_worker
 
-    _policy(policy)  # refuse a bad policy with exit 2 before connecting anywhere
+    _policy(policy, max_policy_bytes)  # a bad policy: exit 2 before connecting anywhere
     settings = WorkerSettings(
         policy_path=policy,
         web_port=web_port,

@@ -17,7 +17,7 @@ from streams.codec import dumps_line
 from streams.core.timeutil import TimestampError, parse_rfc3339
 from streams.diffing import diff
 from streams.explain import explain as render
-from streams.policy_file import PolicyError, load_policy
+from streams.policy_file import MAX_POLICY_BYTES, PolicyError, load_policy
 from streams.replay_cmd import (
     ReplayRequest,
     print_diff,
@@ -70,13 +70,16 @@ def replay(
     ] = None,
     changes: Annotated[Path | None, typer.Option(help="write the change list here")] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="resume a topic replay")] = None,
+    max_policy_bytes: Annotated[
+        int, typer.Option("--max-policy-bytes", min=1, help="refuse a larger policy file (bytes)")
+    ] = MAX_POLICY_BYTES,
 ) -> None:
     """Re-decide a claim stream under a policy, on the partition clock, and diff it."""
     # aiokafka logs transient metadata errors (an output topic being auto-created) at ERROR;
     # real failures raise and are reported below as one line with exit 1
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
-        compiled = load_policy(policy)
+        compiled = load_policy(policy, max_bytes=max_policy_bytes)
     except PolicyError as exc:
         raise _fail(str(exc), 2) from None
     prefix = topic_prefix if topic_prefix is not None else env_prefix()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +12,19 @@ from pydantic import ValidationError
 from schemas.policy import Policy
 from streams.core.policy import CompiledPolicy
 
+#: The largest policy file loaded unless the caller (`--max-policy-bytes`) says otherwise: 1 MiB.
+MAX_POLICY_BYTES = 1024 * 1024
+
 
 class PolicyError(ValueError):
     """A policy file that cannot be used; the message names the file, line, key and reason."""
 
-    def __init__(self, path: str, line: int | None, key: str, reason: str) -> None:
+    def __init__(self, path: str, line: int | None, key: str | None, reason: str) -> None:
+        """`key=None`: a problem of the file itself (size, encoding), named without a key."""
         where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {key or '(top level)'}: {reason}")
-        self.path, self.line, self.key, self.reason = path, line, key, reason
+        what = "" if key is None else f"{key or '(top level)'}: "
+        super().__init__(f"{where}: {what}{reason}")
+        self.path, self.line, self.key, self.reason = path, line, key or "", reason
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -99,8 +105,12 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         if isinstance(exc, yaml.constructor.ConstructorError):  # the text composes: find the key
             key = _key_at(yaml.compose(text, Loader=yaml.SafeLoader), exc.problem_mark)
         raise PolicyError(path, line, key, f"invalid YAML: {exc.problem or exc}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
+        line = text.count("\n", 0, exc.position) + 1
+        reason = f"invalid YAML: unacceptable character #x{exc.character:04x}"
+        raise PolicyError(path, line, "", reason) from None
     except yaml.YAMLError as exc:
-        raise PolicyError(path, None, "", f"invalid YAML: {exc}") from None
+        raise PolicyError(path, None, "", f"invalid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise PolicyError(path, 1, "", "a policy file must be a mapping with `policy_version`")
     try:
@@ -118,17 +128,44 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         raise PolicyError(path, _line_of(root, loc), key, reason) from None
 
 
-def load_policy(path: str | Path) -> CompiledPolicy:
-    """Read, validate and compile a policy file."""
+def load_policy(path: str | Path, *, max_bytes: int = MAX_POLICY_BYTES) -> CompiledPolicy:
+    """Read, validate and compile a policy file of at most `max_bytes` bytes."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(str(p), None, "", f"cannot read: {exc.strerror or exc}") from None
+    text = _decode(_read_bounded(p, max_bytes), str(p))
     from streams.signing_keys import load_signing_keys
 
     policy = parse_policy(text, str(p))
     return CompiledPolicy(policy, load_signing_keys(policy, p, text))
+
+
+def _read_bounded(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes; PolicyError, before reading it, when it is larger than `max_bytes`."""
+    name = str(path)
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise PolicyError(name, None, None, _too_big(f"{size} bytes", max_bytes))
+            data = handle.read(max_bytes + 1)  # bounded: a pipe or a growing file has no size
+    except OSError as exc:
+        raise PolicyError(name, None, "", f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise PolicyError(name, None, None, _too_big(f"more than {max_bytes} bytes", max_bytes))
+    return data
+
+
+def _too_big(size: str, max_bytes: int) -> str:
+    return f"{size} exceeds the {max_bytes}-byte policy limit (--max-policy-bytes)"
+
+
+def _decode(data: bytes, path: str) -> str:
+    """UTF-8 text; PolicyError naming the line (1-based) and byte offset of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        reason = f"invalid UTF-8 byte 0x{data[exc.start]:02x} at byte offset {exc.start}"
+        raise PolicyError(path, line, None, reason) from None
 
 
 #: Names under `signing.<source>` that look like the key itself, written into the policy.

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import functools
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)
+#: A time whose second is 60 (a leap second): the part before the seconds, the minute, an
+#: optional fraction and the offset (its range is checked by the ordinary parse).
+_LEAP_SECOND: Final = re.compile(
+    r"(?P<head>\d{4}-\d{2}-\d{2}[Tt ]\d{2}:(?P<minute>\d{2}):)60(?:[.,]\d+)?"
+    r"(?P<offset>(?:[Zz]|[+-]\d{2}:\d{2})?)"
+)
+#: Where a leap second lands: the last microsecond of second 59 of the same minute.
+_LEAP_SECOND_AS: Final = "59.999999"
 
 
 class TimestampError(ValueError):
@@ -15,11 +24,24 @@ class TimestampError(ValueError):
 
 
 def parse_rfc3339(raw: object) -> int:
-    """Parse an RFC 3339 time with an offset into microseconds since the epoch."""
+    """Parse an RFC 3339 time with an offset into microseconds since the epoch.
+
+    A leap second (second 60, which RFC 3339 allows at minute 59 of the local time) is
+    accepted and read as the last microsecond of second 59 of that minute:
+    `2016-12-31T23:59:60Z` and `2016-12-31T23:59:60.5Z` are both `2016-12-31T23:59:59.999999Z`.
+    POSIX time has no leap seconds; this keeps the instant on its own minute and day and
+    never before second 59 or after the next minute begins. Second 61 is refused.
+    """
     if not isinstance(raw, str):
         raise TimestampError(f"expected an RFC 3339 time string, got {type(raw).__name__}")
+    text = raw
+    leap = _LEAP_SECOND.fullmatch(raw)
+    if leap is not None:
+        if leap["minute"] != "59":
+            raise TimestampError(f"{raw!r}: second 60 (a leap second) is only valid at minute 59")
+        text = leap["head"] + _LEAP_SECOND_AS + leap["offset"]
     try:
-        parsed = datetime.fromisoformat(raw)
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         raise TimestampError(f"{raw!r} is not an RFC 3339 time") from None
     if parsed.tzinfo is None:

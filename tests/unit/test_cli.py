@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMS = ROOT / "examples" / "claims.jsonl"
@@ -135,6 +137,92 @@ def test_missing_policy_file_exits_2(tmp_path: Path) -> None:
     assert 2 == done.returncode
     assert b"" == done.stdout
     assert str(missing) in done.stderr.decode()
+
+
+#: Every command that loads a policy, given the policy path: its arguments before the options.
+POLICY_COMMANDS = {
+    "resolve": lambda policy: ["resolve", "--policy", policy, "--now", NOW, str(CLAIMS)],
+    "worker": lambda policy: ["worker", "--policy", policy],
+    "replay": lambda policy: ["replay", "--policy", policy, "--input", str(CLAIMS)],
+}
+
+
+@pytest.mark.parametrize("command", sorted(POLICY_COMMANDS))
+def test_oversized_policy_exits_2_with_its_size(tmp_path: Path, command: str) -> None:
+    """A 50 MB policy is refused by every command with exit 2 and one line: size and limit."""
+    big = tmp_path / "policy.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    done = _run(*POLICY_COMMANDS[command](str(big)))
+    expected = (
+        f"claimwatch: {big}: 52428800 bytes exceeds the 1048576-byte policy limit "
+        "(--max-policy-bytes)\n"
+    )
+    assert (2, b"", expected) == (done.returncode, done.stdout, done.stderr.decode())
+
+
+@pytest.mark.parametrize("command", sorted(POLICY_COMMANDS))
+def test_max_policy_bytes_lowers_the_limit(command: str) -> None:
+    """`--max-policy-bytes` below the example's size refuses it with exit 2, naming the limit."""
+    done = _run(*POLICY_COMMANDS[command](str(POLICY)), "--max-policy-bytes", "100")
+    size = POLICY.stat().st_size
+    expected = (
+        f"claimwatch: {POLICY}: {size} bytes exceeds the 100-byte policy limit "
+        "(--max-policy-bytes)\n"
+    )
+    assert (2, expected) == (done.returncode, done.stderr.decode())
+
+
+@pytest.mark.parametrize("command", ["resolve", "replay"])
+def test_max_policy_bytes_raises_the_limit(tmp_path: Path, command: str) -> None:
+    """A policy padded past 1 MiB is refused by default and decides like the example if allowed."""
+    padded = tmp_path / "policy.yaml"
+    padded.write_bytes(POLICY.read_bytes() + b"#" * (1024 * 1024))
+    refused = _run(*POLICY_COMMANDS[command](str(padded)))
+    allowed = _run(*POLICY_COMMANDS[command](str(padded)), "--max-policy-bytes", "2097152")
+    example = _run(*POLICY_COMMANDS[command](str(POLICY)))
+    assert (2, 0) == (refused.returncode, allowed.returncode)
+    assert "1048576-byte policy limit" in refused.stderr.decode()
+    assert example.stdout == allowed.stdout
+
+
+def test_max_policy_bytes_must_be_positive() -> None:
+    """A limit of zero is bad usage: exit 2 naming the option."""
+    done = _run("resolve", "--policy", str(POLICY), "--max-policy-bytes", "0", str(CLAIMS))
+    assert 2 == done.returncode
+    assert "--max-policy-bytes" in done.stderr.decode()
+
+
+def test_invalid_utf8_policy_exits_2_naming_line_and_offset(tmp_path: Path) -> None:
+    """A policy with a byte that is not UTF-8: exit 2, one line naming the line and byte offset."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes(POLICY.read_bytes() + b"# caf\xe9\n")
+    done = _run(*POLICY_COMMANDS["resolve"](str(policy)))
+    offset = POLICY.stat().st_size + len(b"# caf")
+    line = POLICY.read_bytes().count(b"\n") + 1
+    expected = f"claimwatch: {policy}:{line}: invalid UTF-8 byte 0xe9 at byte offset {offset}\n"
+    assert (2, b"", expected) == (done.returncode, done.stdout, done.stderr.decode())
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("policy_version: v1\nfields: {a: 1\n", "invalid YAML"),
+        ("- policy_version\n", "must be a mapping"),
+    ],
+    ids=["yaml_syntax_error", "top_level_list"],
+)
+def test_policy_that_is_no_mapping_exits_2_in_one_line(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    """Bad YAML or a non-mapping top level: exit 2 and a single stderr line, no traceback."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text, encoding="utf-8")
+    done = _run(*POLICY_COMMANDS["resolve"](str(policy)))
+    stderr = done.stderr.decode()
+    assert (2, 1) == (done.returncode, len(stderr.splitlines()))
+    assert words in stderr
+    assert f"{policy}:" in stderr
 
 
 def test_missing_claims_file_exits_2(tmp_path: Path) -> None:

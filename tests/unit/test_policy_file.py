@@ -10,7 +10,7 @@ import pytest
 from schemas.durations import UNTIL_EDITED, US_PER_MS, US_PER_S
 from schemas.policy import Authority
 from streams.core.policy import CompiledPolicy
-from streams.policy_file import PolicyError, load_policy, parse_policy
+from streams.policy_file import MAX_POLICY_BYTES, PolicyError, load_policy, parse_policy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"
 
@@ -268,6 +268,112 @@ def test_missing_policy_file_is_a_policy_error(tmp_path: Path) -> None:
         load_policy(missing)
     assert str(missing) == caught.value.path
     assert "cannot read" in caught.value.reason
+
+
+def test_default_policy_limit_is_one_mib() -> None:
+    """Without `max_bytes` a policy file may be at most 1 MiB."""
+    assert 1024 * 1024 == MAX_POLICY_BYTES
+
+
+def test_oversized_policy_is_refused_by_its_size(tmp_path: Path) -> None:
+    """A 50 MB file is refused by its size: the error is the size, not what parsing would say."""
+    big = tmp_path / "policy.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)  # NUL bytes: parsing them would be a YAML error
+    with pytest.raises(PolicyError) as caught:
+        load_policy(big)
+    expected = f"{big}: 52428800 bytes exceeds the 1048576-byte policy limit (--max-policy-bytes)"
+    assert expected == str(caught.value)
+    assert (str(big), None) == (caught.value.path, caught.value.line)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_endless_file_is_refused_after_a_bounded_read() -> None:
+    """A file with no size (/dev/zero) is read only up to the limit, then refused."""
+    with pytest.raises(PolicyError) as caught:
+        load_policy("/dev/zero", max_bytes=4096)
+    expected = "/dev/zero: more than 4096 bytes exceeds the 4096-byte policy limit"
+    assert expected == str(caught.value).removesuffix(" (--max-policy-bytes)")
+
+
+@pytest.mark.parametrize(
+    ("extra", "max_bytes", "refused"),
+    [
+        (0, EXAMPLE.stat().st_size, False),
+        (0, EXAMPLE.stat().st_size - 1, True),
+        (MAX_POLICY_BYTES, MAX_POLICY_BYTES, True),
+        (MAX_POLICY_BYTES, 2 * MAX_POLICY_BYTES + EXAMPLE.stat().st_size, False),
+    ],
+    ids=["exactly_at_limit", "one_byte_over", "padded_over_default", "padded_under_raised"],
+)
+def test_max_bytes_sets_the_limit(
+    tmp_path: Path, extra: int, max_bytes: int, refused: bool
+) -> None:
+    """`max_bytes` is the largest size loaded; a raised limit loads a padded policy."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes(EXAMPLE.read_bytes() + b"#" * extra)
+    if refused:
+        with pytest.raises(PolicyError) as caught:
+            load_policy(policy, max_bytes=max_bytes)
+        assert f"exceeds the {max_bytes}-byte policy limit" in caught.value.reason
+    else:
+        assert "arbitration-2026-09" == load_policy(policy, max_bytes=max_bytes).version
+
+
+# (case id, file bytes, line of the first bad byte, its offset, the byte)
+BAD_UTF8 = [
+    ("latin1_in_value", b"policy_version: v1\nfields:\n  x: caf\xe9\n", 3, 35, 0xE9),
+    ("in_first_line_comment", b"# \xff\npolicy_version: v1\n", 1, 2, 0xFF),
+    ("truncated_sequence_at_end", b"policy_version: v1\n# \xe2\x82", 2, 21, 0xE2),
+    ("overlong_encoding", b"policy_version: v1\n\n\n# \xc0\xaf\n", 4, 23, 0xC0),
+    ("utf16_bom", b"\xff\xfep\x00", 1, 0, 0xFF),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "offset", "byte"),
+    [case[1:] for case in BAD_UTF8],
+    ids=[case[0] for case in BAD_UTF8],
+)
+def test_invalid_utf8_names_line_and_byte_offset(
+    tmp_path: Path, data: bytes, line: int, offset: int, byte: int
+) -> None:
+    """A byte that is not UTF-8 is refused naming the file, its line and its byte offset."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes(data)
+    with pytest.raises(PolicyError) as caught:
+        load_policy(policy)
+    expected = f"{policy}:{line}: invalid UTF-8 byte 0x{byte:02x} at byte offset {offset}"
+    assert expected == str(caught.value)
+    assert line == caught.value.line
+
+
+# (case id, file text, expected line, words the reason must contain)
+NOT_A_POLICY = [
+    ("empty_file", "", 1, "must be a mapping"),
+    ("top_level_list", "- policy_version\n- v1\n", 1, "must be a mapping"),
+    ("top_level_scalar", "just words\n", 1, "must be a mapping"),
+    ("unclosed_flow_mapping", "policy_version: v1\nfields: {a: 1\n", 3, "invalid YAML"),
+    ("nul_character", "policy_version: v1\n# \x00\n", 2, "unacceptable character #x0000"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [case[1:] for case in NOT_A_POLICY],
+    ids=[case[0] for case in NOT_A_POLICY],
+)
+def test_file_that_is_no_policy_mapping_is_one_clean_error(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
+    """Bad YAML or a top level that is no mapping is a one-line PolicyError with the line."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError) as caught:
+        load_policy(policy)
+    assert line == caught.value.line
+    assert words in caught.value.reason
+    assert [str(caught.value)] == str(caught.value).splitlines()
 
 
 @pytest.mark.parametrize(
