@@ -16,10 +16,23 @@ class DecodeError(ValueError):
     """Bytes that are not a claim; the message is the reason."""
 
 
-def decode_claim(raw: bytes | str) -> Claim:
-    """Parse one claim message; raise DecodeError with a reason a human can act on."""
-    if len(raw) > MAX_CLAIM_BYTES:
-        raise DecodeError(f"message of {len(raw)} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
+def decode_claim(raw: bytes | str | None) -> Claim:
+    """Parse one claim message; raise DecodeError with a reason a human can act on.
+
+    A tombstone (a null value) is `tombstone: ...`; an empty value, bytes that are not JSON,
+    a JSON value that is not an object and an envelope that names no fact are refused too.
+    """
+    if raw is None:
+        raise DecodeError("tombstone: a null value is not a claim (claims are never deleted)")
+    if isinstance(raw, bytearray | memoryview):
+        raw = bytes(raw)
+    if not isinstance(raw, bytes | str):
+        raise DecodeError(f"a claim is JSON text, got a {type(raw).__name__}")
+    size = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(raw)
+    if size > MAX_CLAIM_BYTES:
+        raise DecodeError(f"message of {size} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
+    if not raw.strip():
+        raise DecodeError("empty value: a claim is a JSON object")
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from schemas.claim import EVIDENCE_STATUSES
+from streams.core.limits import clip, describe, scan
 from streams.core.timeutil import TimestampError, parse_rfc3339
 
 #: Keys without which a message is not a claim at all (it goes to the dead-letter topic).
 REQUIRED_KEYS: Final = ("claim_id", "subject", "field", "source")
 MAX_CLAIM_ID: Final = 128
+#: Optional keys that must be strings when present (null counts as absent); another type
+#: breaks the claim's contract: it is decided `rejected`.
+OPTIONAL_TEXT_KEYS: Final = (
+    "lineage",
+    "authority",
+    "contract_version",
+    "agent_id",
+    "tool",
+    "trace_id",
+    "signature",
+)
+#: Observation times a claim may carry: years 0001 to 9998 in UTC (a year of room below the
+#: last instant a record can show, for the decision deadlines that follow a claim).
+EARLIEST_OBSERVED_US: Final = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+LATEST_OBSERVED_US: Final = 253_370_764_799_999_999  # 9998-12-31T23:59:59.999999Z
+#: Longest `observed_at` text worth parsing (RFC 3339 with nanoseconds and an offset is 35).
+_MAX_TIME_TEXT: Final = 64
+#: Control characters (Unicode category Cc) are refused in the keys that name a fact.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class EnvelopeError(ValueError):
@@ -34,6 +56,9 @@ class Claim:
     status: object
     envelope: Mapping[str, Any]
     arrival_error: str | None = None
+    #: a break of the envelope's contract found when the claim was built (an optional key
+    #: of the wrong type, a number beyond the limits): the claim stays rejected
+    contract_error: str | None = None
 
     @property
     def fact_key(self) -> str:
@@ -47,6 +72,17 @@ class Claim:
     def value(self) -> Any:
         return self.envelope.get("value")
 
+    @property
+    def is_evidence(self) -> bool:
+        """Whether the status is one that proves something (`ok` or `not_found`)."""
+        return isinstance(self.status, str) and self.status in EVIDENCE_STATUSES
+
+    @property
+    def lineage_label(self) -> str | None:
+        """The producer's `lineage` when it is a non-empty string, else None (the default)."""
+        lineage = self.envelope.get("lineage")
+        return lineage if isinstance(lineage, str) and lineage else None
+
 
 def fact_key(subject: str, field: str) -> str:
     """The key of a fact, as used for Kafka messages and state."""
@@ -56,29 +92,35 @@ def fact_key(subject: str, field: str) -> str:
 def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
     """Build a Claim, or raise EnvelopeError when the message cannot be attributed to a fact.
 
-    Contract problems (bad time, status or value) do not raise: they are judged per field
-    by the resolution, so the claim is still recorded as rejected in its fact's decision.
+    Contract problems (bad time, status, value, a wrongly typed optional key, a number
+    beyond the limits) do not raise: they are judged per field by the resolution, so the
+    claim is still recorded as rejected in its fact's decision.
     """
     if not isinstance(envelope, Mapping):
-        raise EnvelopeError(f"a claim must be a JSON object, got {type(envelope).__name__}")
+        raise EnvelopeError(f"a claim must be a JSON object, got {_json_kind(envelope)}")
+    found = scan(envelope)
+    if found.refused is not None:
+        raise EnvelopeError(found.refused)
     for key in REQUIRED_KEYS:
         raw = envelope.get(key)
         if raw is None:
             raise EnvelopeError(f"missing required key `{key}`")
         if not isinstance(raw, str) or not raw:
-            raise EnvelopeError(f"`{key}` must be a non-empty string, got {raw!r}")
+            raise EnvelopeError(f"`{key}` must be a non-empty string, got {describe(raw)}")
+        control = _CONTROL.search(raw)
+        if control is not None:
+            raise EnvelopeError(
+                f"`{key}` contains the control character U+{ord(control.group()):04X} "
+                f"at position {control.start()}"
+            )
     claim_id: str = envelope["claim_id"]
     if len(claim_id) > MAX_CLAIM_ID:
         raise EnvelopeError(f"`claim_id` is longer than {MAX_CLAIM_ID} characters")
-    observed_us: int | None
-    time_error: str | None = None
-    if "observed_at" not in envelope or envelope["observed_at"] is None:
-        observed_us, time_error = None, "missing `observed_at`"
-    else:
-        try:
-            observed_us = parse_rfc3339(envelope["observed_at"])
-        except TimestampError as exc:
-            observed_us, time_error = None, f"`observed_at`: {exc}"
+    if "|" in envelope["field"]:
+        raise EnvelopeError(
+            "`field` contains `|`, which separates subject and field in the fact key"
+        )
+    observed_us, time_error = _observed(envelope)
     return Claim(
         claim_id=claim_id,
         subject=envelope["subject"],
@@ -88,4 +130,60 @@ def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
         time_error=time_error,
         status=envelope.get("status"),
         envelope=envelope,
+        contract_error=_contract_error(envelope) or found.number,
     )
+
+
+def _observed(envelope: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    """The observation time in microseconds, or None and why not."""
+    raw = envelope.get("observed_at")
+    if raw is None:
+        return None, "missing `observed_at`"
+    if isinstance(raw, str) and len(raw) > _MAX_TIME_TEXT:
+        return None, (
+            "`observed_at`: expected an RFC 3339 time such as 2026-09-14T09:12:03Z, "
+            f"got a string of {len(raw)} characters"
+        )
+    try:
+        observed_us = parse_rfc3339(raw)
+    except TimestampError as exc:
+        return None, f"`observed_at`: {exc}"
+    except (OverflowError, ValueError):  # an offset that leaves the calendar
+        observed_us = None
+    if observed_us is None or not EARLIEST_OBSERVED_US <= observed_us <= LATEST_OBSERVED_US:
+        return None, (
+            f"`observed_at` {clip(repr(raw))} is outside the supported range "
+            f"({_RANGE_TEXT}, in UTC)"
+        )
+    return observed_us, None
+
+
+_RANGE_TEXT: Final = "0001-01-01T00:00:00Z to 9998-12-31T23:59:59.999999Z"
+
+
+def _contract_error(envelope: Mapping[str, Any]) -> str | None:
+    """A wrongly typed optional key, or a confidence out of 0..1 (None when all is well)."""
+    for key in OPTIONAL_TEXT_KEYS:
+        value = envelope.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"`{key}` must be a string, got {describe(value)}"
+    confidence = envelope.get("confidence")
+    in_range = (isinstance(confidence, float) and 0.0 <= confidence <= 1.0) or (
+        type(confidence) is int and 0 <= confidence <= 1
+    )  # NaN compares false: out of range
+    if confidence is not None and not in_range:
+        return f"`confidence` must be a number from 0 to 1 or null, got {describe(confidence)}"
+    return None
+
+
+def _json_kind(value: object) -> str:
+    """What a decoded JSON value is, as a producer would say it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "null" if value is None else f"a {type(value).__name__}"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from schemas.claim import EVIDENCE_STATUSES, STATUSES
 from schemas.durations import format_duration
 from streams.core.claim import Claim
+from streams.core.limits import clip, describe
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import FieldRule
 
@@ -31,9 +32,11 @@ def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
     if claim.time_error is not None or claim.observed_us is None:
         return Verdict(error=claim.time_error or "missing `observed_at`")
     status = claim.status
-    if status not in STATUSES:
+    if not isinstance(status, str) or status not in STATUSES:
         allowed = ", ".join(sorted(STATUSES))
-        return Verdict(error=f"`status` must be one of {allowed}, got {status!r}")
+        return Verdict(error=f"`status` must be one of {allowed}, got {describe(status)}")
+    if claim.contract_error is not None:
+        return Verdict(error=claim.contract_error)
     if claim.observed_us - now_us > rule.clock_skew_us:
         ahead = format_duration(claim.observed_us - now_us)
         skew = format_duration(rule.clock_skew_us)
@@ -42,7 +45,7 @@ def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
     sent = claim.envelope.get("contract_version")
     if expected is not None and sent is not None and sent != expected:
         return Verdict(
-            error=f"contract_version {sent!r} differs from the policy's {expected!r} "
+            error=f"contract_version {clip(repr(sent))} differs from the policy's {expected!r} "
             "(schema conflict)"
         )
     if status not in EVIDENCE_STATUSES:

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from schemas.policy import Authority
 from streams.core.entry import Entry
+from streams.core.limits import fit_for_json
 from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule
 from streams.core.timeutil import format_rfc3339
@@ -56,10 +57,12 @@ def claim_record(entry: Entry) -> dict[str, Any]:
     record: dict[str, Any] = {k: envelope[k] for k in _ENVELOPE_ORDER if k in envelope}
     for key in sorted(k for k in envelope if k not in record and k != "authority"):
         record[key] = envelope[key]
+    if entry.disposition == "rejected":  # it may be rejected for a number no encoder takes
+        record = {k: fit_for_json(v) for k, v in record.items()}
     if entry.claim.observed_us is not None:
         record["observed_at"] = format_rfc3339(entry.claim.observed_us)
     if "authority" in envelope:
-        record["claimed_authority"] = envelope["authority"]
+        record["claimed_authority"] = fit_for_json(envelope["authority"])
     record["authority"] = entry.authority.value
     record["lineage"] = entry.lineage
     record["disposition"] = entry.disposition

@@ -26,6 +26,15 @@ from typing import Final, Protocol
 from pydantic import JsonValue
 
 from schemas.policy import FieldPolicy, FieldType
+from streams.core.limits import (
+    INT64_MIN,
+    INT64_TEXT,
+    MAX_MONEY_MINOR,
+    MAX_NESTING,
+    describe_int,
+    int_fits,
+    number_problem,
+)
 from streams.core.units import UnitError, converter
 
 __all__ = [
@@ -103,21 +112,23 @@ def _describe(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return f"boolean {'true' if value else 'false'}"
-    if isinstance(value, int | float | Decimal):
+    if isinstance(value, int):
+        return f"number {describe_int(value)}"
+    if isinstance(value, float | Decimal):
         return f"number {_clip(str(value))}"
     if isinstance(value, str):
         return f"string {_clip(repr(value))}"
     if isinstance(value, Mapping):
         try:
             text = json.dumps(value, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            text = repr(value)
+        except (TypeError, ValueError, RecursionError):
+            return f"an object of {len(value)} key(s)"
         return f"object {_clip(text)}"
     if isinstance(value, list | tuple):
         try:
             text = json.dumps(value, default=str)
-        except (TypeError, ValueError):
-            text = repr(value)
+        except (TypeError, ValueError, RecursionError):
+            return f"an array of {len(value)} item(s)"
         return f"array {_clip(text)}"
     return f"{type(value).__name__} {_clip(repr(value))}"
 
@@ -359,15 +370,34 @@ class _IntegerNormalizer(_Base):
 
     def _canon(self, value: object) -> Hashable:
         if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+            return _int64(int(value), value)
         if isinstance(value, float):
             if not math.isfinite(value) or not value.is_integer():
                 raise NormalizationError(f"expected a whole number, got {_describe(value)}")
-            return int(value)
+            # strict at both ends: orjson reads a literal below -2**63 as a float that may
+            # round to exactly -2**63 (and no int() of a 1e308)
+            if not INT64_MIN < value < -float(INT64_MIN):
+                raise _beyond_int64(value)
+            return _int64(int(value), value)
         number = _decimal_of(value, "a whole number")
         if number != number.to_integral_value():
             raise NormalizationError(f"expected a whole number, got {_describe(value)}")
-        return int(number)
+        if number and number.adjusted() > 18:  # beyond 10**19: no int() of a 1e300 either
+            raise _beyond_int64(value)
+        return _int64(int(number), value)
+
+
+def _beyond_int64(value: object) -> NormalizationError:
+    return NormalizationError(
+        f"expected a whole number within the integer limit ({INT64_TEXT}), got {_describe(value)}"
+    )
+
+
+def _int64(number: int, value: object) -> int:
+    """The number when it is within signed 64-bit; else the limit is the reason."""
+    if not int_fits(number):
+        raise _beyond_int64(value)
+    return number
 
 
 class _NumberNormalizer(_Base):
@@ -504,7 +534,10 @@ class _MoneyNormalizer(_Base):
             )
         raw = value["amount"]
         if type(raw) is int:  # fast path: whole numbers need no decimal work
-            return (raw if minor_units else raw * self.factor, self.currency)
+            minor = raw if minor_units else raw * self.factor
+            if -MAX_MONEY_MINOR <= minor <= MAX_MONEY_MINOR:
+                return (minor, self.currency)
+            raise self._beyond(raw)
         amount = _decimal_of(raw, "the amount as a number")
         if minor_units:
             if amount != amount.to_integral_value():
@@ -512,7 +545,7 @@ class _MoneyNormalizer(_Base):
                     f"an amount in minor units must be a whole number of {self.currency} "
                     f"minor units, got {_clip(str(amount))}"
                 )
-            return (int(amount), self.currency)
+            return (self._minor(amount, raw), self.currency)
         try:
             minor = _DEC.multiply(amount, self.scale)
         except Inexact:
@@ -525,7 +558,22 @@ class _MoneyNormalizer(_Base):
                 f"{_clip(str(amount))} has more decimals than {self.currency} allows "
                 f"({self.precision})"
             )
-        return (int(minor), self.currency)
+        return (self._minor(minor, raw), self.currency)
+
+    def _minor(self, minor: Decimal, raw: object) -> int:
+        """A whole number of minor units as an int, within the money limit."""
+        if minor and minor.adjusted() > 18:  # beyond 10**19: never int() of a 1e300
+            raise self._beyond(raw)
+        result = int(minor)
+        if not -MAX_MONEY_MINOR <= result <= MAX_MONEY_MINOR:
+            raise self._beyond(raw)
+        return result
+
+    def _beyond(self, raw: object) -> NormalizationError:
+        return NormalizationError(
+            f"the amount {_describe(raw)} is beyond the money limit: at most {MAX_MONEY_MINOR} "
+            f"{self.currency} minor units in magnitude ({INT64_TEXT})"
+        )
 
     def _render(self, canon: Hashable) -> JsonValue:
         minor: int = canon[0]  # type: ignore[index]
@@ -638,10 +686,34 @@ def _json_ready(value: object) -> object:
     return value
 
 
+def _json_problem(value: object) -> str | None:
+    """Why a JSON value cannot be carried: too deep, or a number beyond the limits.
+
+    Without recursion, so a deep value is refused here instead of overflowing the stack in
+    `_json_ready` or json.dumps below.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth >= MAX_NESTING:
+                return f"expected a JSON value nested at most {MAX_NESTING} levels"
+            items = item.values() if isinstance(item, Mapping) else item
+            stack.extend((v, depth + 1) for v in items)
+        else:
+            problem = number_problem(item)
+            if problem is not None:
+                return f"expected a JSON value: {problem}"
+    return None
+
+
 class _JsonNormalizer(_Base):
     """json: any JSON value -> its canonical JSON text (sorted keys, no spaces)."""
 
     def _canon(self, value: object) -> Hashable:
+        problem = _json_problem(value)
+        if problem is not None:
+            raise NormalizationError(problem)
         try:
             return json.dumps(
                 _json_ready(value),

@@ -12,7 +12,6 @@ from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemas.claim import EVIDENCE_STATUSES
 from schemas.durations import UNTIL_EDITED, format_duration
 from streams.core.claim import Claim
 from streams.core.contract import check
@@ -254,7 +253,7 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
     moments = [
         stale_at(c.observed_us, rule.freshness_us)
         for c in claims
-        if c.observed_us is not None and c.status in EVIDENCE_STATUSES and c.arrival_error is None
+        if c.observed_us is not None and c.is_evidence and c.arrival_error is None
     ]
     upcoming = [m for m in moments if m > at_us]
     return min(upcoming) if upcoming else None
@@ -263,16 +262,15 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
 def _cap_lineages(claims: list[Claim], policy: CompiledPolicy, rule: FieldRule) -> list[Claim]:
     limit = policy.policy.defaults.max_lineages
     newest: dict[str, int] = {}
-    for claim in claims:
-        lineage = (
-            claim.envelope.get("lineage") or policy.source_view(rule.name, claim.source).lineage
-        )
+    lineages = [_lineage(c, policy, rule) for c in claims]
+    for claim, lineage in zip(claims, lineages, strict=True):
         newest[lineage] = max(newest.get(lineage, -1), claim.observed_us or 0)
     if len(newest) <= limit:
         return claims
     keep = set(sorted(newest, key=lambda name: (newest[name], name))[-limit:])
-    return [
-        c
-        for c in claims
-        if (c.envelope.get("lineage") or policy.source_view(rule.name, c.source).lineage) in keep
-    ]
+    return [c for c, lineage in zip(claims, lineages, strict=True) if lineage in keep]
+
+
+def _lineage(claim: Claim, policy: CompiledPolicy, rule: FieldRule) -> str:
+    """The claim's own lineage when it names one (a string), else its source's."""
+    return claim.lineage_label or policy.source_view(rule.name, claim.source).lineage

@@ -42,8 +42,7 @@ def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dic
     entries = []
     for claim in unique:
         view = policy.source_view(claim.field, claim.source)
-        lineage = claim.envelope.get("lineage")
-        lineage = lineage if isinstance(lineage, str) and lineage else view.lineage
+        lineage = claim.lineage_label or view.lineage
         entry = Entry(claim, view.authority, view.rank, lineage, view.registered)
         checked = check(claim, rule, now_us)
         if checked.error is not None:

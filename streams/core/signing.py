@@ -55,7 +55,7 @@ def verify(envelope: Mapping[str, Any], key: bytes) -> str | None:
         return f"`signature` must be {_HEX_LENGTH} hex characters (HMAC-SHA256)"
     try:
         expected = hmac.new(key, canonical_bytes(envelope), hashlib.sha256).digest()
-    except ValueError as exc:  # NaN or infinity: no canonical form
+    except (ValueError, RecursionError) as exc:  # NaN, infinity, a lone surrogate, too deep
         return f"no canonical form: {exc}"
     if not hmac.compare_digest(expected, given_digest):
         return "`signature` does not match the claim (wrong key or changed content)"
