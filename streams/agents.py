@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+import aiohttp
 import faust
 from aiohttp import web as aioweb
 from faust.streams import _current_event
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.alerting import AlertRuntime
 from streams.app import Pipeline
 from streams.codec import dumps, loads
+from streams.guard import Record, RecordGuard, record_of
+from streams.health import recovering
+from streams.liveness import CrashBudget
 from streams.metrics import Metrics, dlq_reason_label
 from streams.runtime import TICK_KEY, Handled, Outgoing, Runtime, tick_value
 from streams.verdicts_edge import VerdictsEdge
+
+AgentFun = Callable[[Any], Awaitable[None]]
 
 
 def install(
@@ -25,13 +32,15 @@ def install(
     runtime: Runtime,
     alerting: AlertRuntime,
     metrics: Metrics,
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
     verdicts: VerdictsEdge | None = None,
     on_decision: Callable[[int, bytes, bytes], Awaitable[None]] | None = None,
 ) -> None:
-    """Register the claims, alerts and verdicts agents, the tick timer and the HTTP pages.
+    """Register the claims, alerts and verdicts agents, the tick timer and the fact page.
 
     `on_decision` is given each decision made (partition, fact key, record JSON) after it
-    is sent, for processors that live on the fact's partition (plan blocking).
+    is sent, for processors that live on the fact's partition (plan blocking). Every record
+    is handled inside the shared per-record guard; `supervise` counts agent crashes.
     """
     app = pipe.app
     settings = pipe.settings
@@ -44,8 +53,6 @@ def install(
         pipe.names.verdicts: pipe.verdicts,
         pipe.names.verdicts_decisions: pipe.verdicts_decisions,
     }
-    if verdicts is not None:
-        _install_verdicts(pipe, verdicts, metrics, topics)
 
     async def send(out: Outgoing) -> None:
         # at-least-once: straight to the producer, which Faust flushes before it commits
@@ -58,37 +65,47 @@ def install(
                 out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
             )
 
+    guard = RecordGuard(pipe.names, send, metrics)
+    if verdicts is not None:
+        _install_verdicts(pipe, verdicts, metrics, topics, supervise)
+
+    async def detect_one(record: Record) -> None:
+        batch = alerting.handle(record.partition, record.value or b"")
+        for alert in batch.alerts:
+            key = str(alert.get("field", "")).encode()
+            await pipe.alerts.send(key=key, value=dumps(alert))
+            metrics.observe_alert(alert)
+        for fig in batch.figures:
+            metrics.observe_source(
+                fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
+            )
+
     @app.agent(pipe.alerts_input, concurrency=1)
+    @supervise("detect")
     async def detect(stream: faust.StreamT[bytes]) -> None:
         async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
-            batch = alerting.handle(event.message.partition, event.value)
-            for alert in batch.alerts:
-                key = str(alert.get("field", "")).encode()
-                await pipe.alerts.send(key=key, value=dumps(alert))
-                metrics.observe_alert(alert)
-            for fig in batch.figures:
-                metrics.observe_source(
-                    fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
-                )
+            await guard.run(record_of(event), detect_one, lambda _p: alerting.forget())
+
+    async def decide_one(record: Record) -> None:
+        started = time.perf_counter()
+        handled = runtime.handle(
+            record.partition, record.offset, record.key, record.value, record.timestamp_us
+        )
+        for key, body in handled.resolutions:
+            pipe.resolutions[key] = body
+        for out in handled.sends:
+            await send(out)
+        if on_decision is not None:
+            for key, body in handled.resolutions:
+                await on_decision(record.partition, key, body)
+        _count(metrics, handled)
+        metrics.latency.observe(time.perf_counter() - started)
 
     @app.agent(pipe.claims, concurrency=1)
+    @supervise("process_claims")
     async def process_claims(stream: faust.StreamT[bytes]) -> None:
         async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
-            message = event.message
-            started = time.perf_counter()
-            stamp = int(message.timestamp * 1000) * 1000 if message.timestamp else None
-            handled = runtime.handle(
-                message.partition, message.offset, message.key, event.value, stamp
-            )
-            for key, body in handled.resolutions:
-                pipe.resolutions[key] = body
-            for out in handled.sends:
-                await send(out)
-            if on_decision is not None:
-                for key, body in handled.resolutions:
-                    await on_decision(message.partition, key, body)
-            _count(metrics, handled)
-            metrics.latency.observe(time.perf_counter() - started)
+            await guard.run(record_of(event), decide_one, runtime.abandon)
 
     @app.timer(pipe.settings.tick_interval_s)
     async def write_ticks() -> None:
@@ -115,19 +132,6 @@ def install(
 
     forget_on_rebalance(app, pipe.names.claims, forget)
 
-    @app.page("/metrics")
-    async def metrics_page(web: Any, request: Any) -> Any:
-        metrics.recovered.set(0 if _recovering(app) else 1)
-        return aioweb.Response(
-            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
-
-    @app.page("/health")
-    async def health_page(web: Any, request: Any) -> Any:
-        if _recovering(app):
-            return web.json({"status": "recovering"}, status=503)
-        return web.json({"status": "ok"})
-
     @app.page("/facts/{subject}/{field}")
     async def fact_page(web: Any, request: Any, subject: str, field: str) -> Any:
         key = f"{subject}|{field}".encode()
@@ -140,18 +144,66 @@ def install(
         return web.json(loads(body))
 
 
+def supervisor(
+    metrics: Metrics, budget: CrashBudget, exceeded: Callable[[str], None]
+) -> Callable[[str], Callable[[AgentFun], AgentFun]]:
+    """A decorator factory counting the crashes of an agent function (Faust restarts it).
+
+    An exception that leaves an agent is counted in claimwatch_agent_crashes_total and in
+    the crash budget; past the budget `exceeded` is called (the worker then stops with a
+    non-zero exit code, for its supervisor to restart it).
+    """
+
+    def supervise(name: str) -> Callable[[AgentFun], AgentFun]:
+        def wrap(fun: AgentFun) -> AgentFun:
+            @functools.wraps(fun)
+            async def agent(stream: Any) -> None:
+                try:
+                    await fun(stream)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    metrics.agent_crashes.labels(name).inc()
+                    if budget.crashed(name):
+                        exceeded(name)
+                    raise
+
+            return agent
+
+        return wrap
+
+    return supervise
+
+
+def guarded_sender(pipe: Pipeline, topics: Mapping[str, Any], metrics: Metrics) -> RecordGuard:
+    """A per-record guard that dead-letters through the given Faust topics."""
+
+    async def send(out: Outgoing) -> None:
+        await _send(topics[out.topic], out)
+
+    return RecordGuard(pipe.names, send, metrics)
+
+
 def _install_verdicts(
-    pipe: Pipeline, edge: VerdictsEdge, metrics: Metrics, topics: dict[str, Any]
+    pipe: Pipeline,
+    edge: VerdictsEdge,
+    metrics: Metrics,
+    topics: dict[str, Any],
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
 ) -> None:
     """The verdicts agent: signals and ticks in, one decision per request out."""
     app = pipe.app
+    guard = guarded_sender(pipe, topics, metrics)
+
+    async def verdict_one(record: Record) -> None:
+        handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
+        await send_counted(topics, handled.sends, handled.events, metrics)
 
     @app.agent(pipe.verdicts, concurrency=1)
+    @supervise("process_verdicts")
     async def process_verdicts(stream: faust.StreamT[bytes]) -> None:
         async for event in stream.events():
-            message = event.message
-            handled = edge.handle(message.partition, message.offset, message.key, event.value)
-            await send_counted(topics, handled.sends, handled.events, metrics)
+            await guard.run(record_of(event), verdict_one, lambda _p: edge.forget())
 
     @pipe.verdicts_table.on_recover
     async def on_verdicts_recovered() -> None:
@@ -249,14 +301,9 @@ async def answer_elsewhere(pipe: Pipeline, key: bytes, web: Any, request: Any) -
         if request.headers.get("X-Claimwatch-Forwarded"):
             return web.json({"error": "partition owner unknown"}, status=503)
         return await _forward(owner, request)
-    if _recovering(app):
+    if recovering(app):
         return web.json({"error": "recovering"}, status=503)
     return None
-
-
-def _recovering(app: Any) -> bool:
-    recovery = app.tables.recovery
-    return bool(app.rebalancing or recovery.in_recovery or not recovery.completed.is_set())
 
 
 def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
@@ -268,8 +315,6 @@ def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
 
 
 async def _forward(owner: str, request: Any) -> Any:
-    import aiohttp
-
     url = owner.rstrip("/") + request.path
     async with (
         aiohttp.ClientSession() as session,

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import faust
 
 from streams.settings import WorkerSettings, client_security
+from streams.store import register as register_store
+from streams.store import store_url
 from streams.topics import TopicNames
 
 
@@ -51,21 +56,42 @@ def _credentials(security: dict[str, Any]) -> Any:
     return None
 
 
+def state_dir(settings: WorkerSettings) -> Path:
+    """Where the local table state lives: keyed by topic prefix (Faust adds the app id).
+
+    Two deployments on one data directory (another prefix, or another app id) never share
+    local state, so a store never mirrors topics other than its own.
+    """
+    slug = re.sub(r"[^A-Za-z0-9_.-]", "_", settings.prefix) or "_"
+    directory = Path(settings.data_dir) / slug
+    directory.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+    return directory
+
+
+def default_instance_id(settings: WorkerSettings) -> str:
+    """The static member id of a worker: host name, web port and app id."""
+    return f"{socket.gethostname()}:{settings.web_port}:{settings.app_id}"
+
+
 def build_app(settings: WorkerSettings) -> Pipeline:
     """Create the Faust app, its topics and its changelog-backed tables."""
     names = TopicNames(settings.prefix)
     security = client_security()
+    register_store()
     app = faust.App(
         settings.app_id,
         broker=f"kafka://{settings.bootstrap}",
-        store=settings.store,
-        datadir=str(settings.data_dir),
+        store=store_url(settings.store),
+        datadir=str(state_dir(settings)),
         processing_guarantee=settings.guarantee,
         topic_partitions=settings.partitions,
         topic_replication_factor=1,
         topic_allow_declare=True,
-        table_standby_replicas=0,
+        table_standby_replicas=settings.standby_replicas,
         broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=settings.heartbeat_interval_s,
+        consumer_group_instance_id=settings.instance_id or default_instance_id(settings),
         web_enabled=True,
         web_port=settings.web_port,
         web_bind=settings.web_host,
@@ -102,8 +128,15 @@ def build_app(settings: WorkerSettings) -> Pipeline:
                 compacting=True,
                 internal=True,
             )
+        # key_type/value_type bytes make the table's own serializers raw: the store encodes
+        # and decodes keys with them (a rocksdb store would otherwise parse keys as JSON)
         return app.Table(
-            name, schema=raw, partitions=settings.partitions, changelog_topic=changelog
+            name,
+            schema=raw,
+            key_type=bytes,
+            value_type=bytes,
+            partitions=settings.partitions,
+            changelog_topic=changelog,
         )
 
     facts = changelogged("facts")

@@ -121,6 +121,16 @@ def worker(
         ".cache/worker"
     ),
     app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
+    standby_replicas: Annotated[
+        int, typer.Option(help="warm standby copies of each table partition on other workers")
+    ] = 0,
+    health_broker_timeout: Annotated[
+        float, typer.Option(help="/health is 503 once the broker has not answered this long (s)")
+    ] = 30.0,
+    instance_id: Annotated[
+        str | None,
+        typer.Option(help="static group member id (default: host:web-port:app-id)"),
+    ] = None,
     max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
 ) -> None:
     """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
@@ -135,6 +145,9 @@ def worker(
         store=store,
         data_dir=data_dir,
         app_id=app_id,
+        standby_replicas=standby_replicas,
+        health_broker_timeout_s=health_broker_timeout,
+        instance_id=instance_id,
     )
     if bootstrap:
         settings.bootstrap = bootstrap

@@ -8,14 +8,22 @@ Any worker answers: the page is forwarded to the owner of the path's partition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import faust
 
-from streams.agents import answer_elsewhere, forget_on_rebalance, send_counted
+from streams.agents import (
+    AgentFun,
+    answer_elsewhere,
+    forget_on_rebalance,
+    guarded_sender,
+    send_counted,
+)
 from streams.app import Pipeline
 from streams.core.docstore import Version
 from streams.docs_edge import DocsEdge
+from streams.guard import Record, record_of
 from streams.metrics import Metrics
 
 
@@ -29,7 +37,12 @@ def _page(path: str, version: Version) -> dict[str, Any]:
     }
 
 
-def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
+def install_docs(
+    pipe: Pipeline,
+    edge: DocsEdge,
+    metrics: Metrics,
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
+) -> None:
     """Register the documents agent (concurrency 1) and the /docs pages."""
     app = pipe.app
     topics = {
@@ -38,12 +51,17 @@ def install_docs(pipe: Pipeline, edge: DocsEdge, metrics: Metrics) -> None:
         pipe.names.dlq: pipe.dlq,
     }
 
+    guard = guarded_sender(pipe, topics, metrics)
+
+    async def publish_one(record: Record) -> None:
+        handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
+        await send_counted(topics, handled.sends, handled.events, metrics)
+
     @app.agent(pipe.publish, concurrency=1)
+    @supervise("process_docs")
     async def process_docs(stream: faust.StreamT[bytes]) -> None:
         async for event in stream.events():
-            message = event.message
-            handled = edge.handle(message.partition, message.offset, message.key, event.value)
-            await send_counted(topics, handled.sends, handled.events, metrics)
+            await guard.run(record_of(event), publish_one, lambda _p: edge.forget())
 
     async def on_docs_recovered() -> None:
         edge.forget()

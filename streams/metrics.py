@@ -83,6 +83,24 @@ class Metrics:
             ["source", "field"],
             registry=r,
         )
+        self.internal_errors = Counter(
+            "claimwatch_internal_errors_total",
+            "Records whose handling raised; each went to the DLQ as internal_error",
+            ["topic"],
+            registry=r,
+        )
+        self.agent_crashes = Counter(
+            "claimwatch_agent_crashes_total",
+            "Agents that stopped on an exception (Faust restarts them)",
+            ["agent"],
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "claimwatch_consumer_lag_records",
+            "Records not yet committed by this worker: end offset minus committed offset",
+            ["topic", "partition"],
+            registry=r,
+        )
         self._firing: dict[str, str] = {}
         self._initialize(policy)
 
@@ -164,6 +182,8 @@ DLQ_REASONS = (
     "ahead_of_clock",
     "expired",
     "contract",
+    "tombstone",
+    "internal_error",
     "other",
 )
 
@@ -172,6 +192,8 @@ def dlq_reason_label(reason: str) -> str:
     """A bounded label for a DLQ reason."""
     lowered = reason.lower()
     for label, needle in (
+        ("internal_error", "internal_error:"),
+        ("tombstone", "tombstone"),
         ("bad_signature", "bad_signature:"),
         ("not_json", "not json"),
         ("too_large", "exceeds"),

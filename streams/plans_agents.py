@@ -7,8 +7,9 @@ from typing import Any
 
 import faust
 
-from streams.agents import forget_on_rebalance, send_counted
+from streams.agents import AgentFun, forget_on_rebalance, guarded_sender, send_counted
 from streams.app import Pipeline
+from streams.guard import Record, record_of
 from streams.metrics import Metrics
 from streams.plans_edge import PlansEdge, PlansHandled
 from streams.topics import TopicNames
@@ -25,7 +26,12 @@ def plans_edge(pipe: Pipeline) -> PlansEdge:
 DecisionHook = Callable[[int, bytes, bytes], Awaitable[None]]
 
 
-def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> DecisionHook:
+def install_plans(
+    pipe: Pipeline,
+    edge: PlansEdge,
+    metrics: Metrics,
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
+) -> DecisionHook:
     """Register the plan-side and fact-side agents and their rebalance hooks.
 
     The fact side learns of decisions from the claims agent, in process (the returned hook):
@@ -60,19 +66,27 @@ def install_plans(pipe: Pipeline, edge: PlansEdge, metrics: Metrics) -> Decision
         """Send what the edge returned and count its events."""
         await send_counted(targets, handled.sends, handled.events, metrics)
 
+    guard = guarded_sender(pipe, targets, metrics)
+
+    async def plan_one(r: Record) -> None:
+        await send(edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value))
+
+    async def plan_fact_one(r: Record) -> None:
+        await send(edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value))
+
     @app.agent(plan_side, concurrency=1)
+    @supervise("process_plans")
     async def process_plans(stream: faust.StreamT[bytes]) -> None:
         """Plan side: `plans` and `plans.updates`, by plan id."""
         async for event in stream.events():  # plans are few: no batch, no polling
-            m = event.message
-            await send(edge.handle_plan_side(m.topic, m.partition, m.offset, m.key, event.value))
+            await guard.run(record_of(event), plan_one, lambda _p: edge.forget())
 
     @app.agent(fact_side, concurrency=1)
+    @supervise("process_plan_facts")
     async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
         """Fact side: `plans.interest`, by fact key (decisions come through the hook)."""
         async for event in stream.events():
-            m = event.message
-            await send(edge.handle_fact_side(m.topic, m.partition, m.offset, m.key, event.value))
+            await guard.run(record_of(event), plan_fact_one, lambda _p: edge.forget())
 
     async def on_decision(partition: int, key: bytes, body: bytes) -> None:
         await send(edge.handle_fact_side(names.decisions, partition, -1, key, body))

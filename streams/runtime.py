@@ -5,8 +5,9 @@ No Faust here: the agent hands in records and a fact store, and sends what comes
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -53,12 +54,23 @@ def tick_value(at_us: int) -> bytes:
 
 
 def tick_time(value: bytes) -> int | None:
-    """The time of a tick record, or None when the value is not a tick."""
-    if not value.startswith(b'{"__tick__"'):
+    """The time of a well-formed tick record, or None for anything else.
+
+    Well formed: a JSON object with the single key `__tick__` holding a whole number of
+    microseconds in 0 .. 2**63-1. Ticks can be written by anyone, so nothing else is trusted.
+    """
+    try:
+        data = loads(value)
+    except ValueError:  # not JSON, or a number orjson cannot hold
         return None
-    data = loads(value)
-    at = data.get("__tick__") if isinstance(data, dict) else None
-    return at if isinstance(at, int) else None
+    if not isinstance(data, dict) or len(data) != 1:
+        return None
+    at = data.get("__tick__")
+    return at if type(at) is int and 0 <= at <= MAX_TICK_US else None
+
+
+#: Largest tick time accepted (int64 microseconds).
+MAX_TICK_US: Final = 2**63 - 1
 
 
 class TableFacts(MutableMapping[str, FactState]):
@@ -120,6 +132,11 @@ class TableFacts(MutableMapping[str, FactState]):
         self.flush()
         self._cache.clear()
 
+    def discard(self) -> None:
+        """Forget decoded states and unwritten changes (a record's handling failed midway)."""
+        self._dirty.clear()
+        self._cache.clear()
+
     def __iter__(self) -> Iterator[str]:
         return (k.decode() for k in list(self.table) if not k.startswith(b"\x00"))
 
@@ -148,6 +165,9 @@ class MemoryFacts(dict[str, FactState]):
     def flush(self) -> None:
         """Nothing to write: the objects are the state."""
 
+    def discard(self) -> None:
+        """Nothing to forget: the objects are the state."""
+
 
 class Runtime:
     """Per-partition processors over one fact table; turns step results into records."""
@@ -160,8 +180,11 @@ class Runtime:
         table: MutableMapping[bytes, bytes],
         facts: TableFacts | MemoryFacts | None = None,
         lateness_us: int = 1_000_000,
+        wall_clock_us: Callable[[], int] | None = None,
     ) -> None:
         self.lateness_us = lateness_us
+        #: the worker's wall clock (injected; None in replay and tests: no clock repair)
+        self.wall_clock_us = wall_clock_us
         self.policy = policy
         self.names = names
         self.partitions = partitions
@@ -171,6 +194,8 @@ class Runtime:
         #: partitions whose processor has not handled a record since it was (re)built
         #: (each with the restored facts that hold a decision, read once at the rebuild)
         self._fresh: dict[int, list[FactState]] = {}
+        #: how far claims may legitimately move a clock past the broker's time
+        self._max_skew_us = int(policy.policy.defaults.clock_skew)
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
@@ -181,6 +206,16 @@ class Runtime:
         for p in partitions or ():
             self._processors.pop(p, None)
             self._fresh.pop(p, None)
+
+    def abandon(self, partition: int) -> None:
+        """Drop what a failed record may have half changed in a partition.
+
+        It is rebuilt from the table (the state after the last complete record) on its next
+        record.
+        """
+        self.facts.discard()
+        self._processors.pop(partition, None)
+        self._fresh.pop(partition, None)
 
     def processor(self, partition: int) -> PartitionProcessor:
         """The processor of a partition, restored from the table on first use."""
@@ -200,39 +235,57 @@ class Runtime:
         partition: int,
         offset: int,
         key: bytes | None,
-        value: bytes,
+        value: bytes | None,
         timestamp_us: int | None = None,
     ) -> Handled:
-        """Process one record of the claims topic (`timestamp_us`: the record's timestamp)."""
+        """Process one record of the claims topic (`timestamp_us`: the record's broker time)."""
         out = Handled()
-        proc = self._at(partition, offset, out)
+        if value is None:
+            out.events.append("tombstone")
+            reason = "tombstone: a null value is not a claim (claims are never deleted)"
+            out.sends.append(self._dead_letter(partition, offset, key, b"", reason))
+            return out
+        if key == TICK_KEY:
+            return self._handle_tick(partition, offset, value, timestamp_us, out)
+        try:
+            claim = decode_claim(value)
+        except DecodeError as exc:
+            out.events.append("dead_letter")
+            out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
+            return out
+        wanted = claim.fact_key.encode()
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
+            out.events.append("rerouted")
+            out.sends.append(Outgoing(self.names.claims, wanted, value, home))
+            return out
+        return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
+
+    def _handle_tick(
+        self, partition: int, offset: int, value: bytes, timestamp_us: int | None, out: Handled
+    ) -> Handled:
+        """A tick record: the clock moves at most to the record's broker time minus lateness.
+
+        A malformed tick is ignored; a tick later than that bound (forged, or from a writer
+        whose clock runs ahead of the broker's) moves the clock only to the bound. Both are
+        counted as `bad_tick`.
+        """
+        at = tick_time(value)
+        if at is None:
+            out.events.append("bad_tick")
+            return out
+        if timestamp_us is not None and at > timestamp_us - self.lateness_us:
+            out.events.append("bad_tick")
+            at = timestamp_us - self.lateness_us
+        proc = self._at(partition, offset, out, timestamp_us)
         before = proc.clock_us
-        at = tick_time(value) if key == TICK_KEY else None
-        if at is not None:
-            step = proc.on_tick(at)
-            out.events.append("tick")
-            if proc.clock_us is not None:
-                # the detectors of this partition's fields move on with the partition clock
-                out.sends.append(
-                    Outgoing(
-                        self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition
-                    )
-                )
-        else:
-            try:
-                claim = decode_claim(value)
-            except DecodeError as exc:
-                out.events.append("dead_letter")
-                out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
-                return out
-            wanted = claim.fact_key.encode()
-            home = misplaced(wanted, key, partition, self.partitions)
-            if home is not None:
-                out.events.append("rerouted")
-                out.sends.append(Outgoing(self.names.claims, wanted, value, home))
-                return out
-            return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
-        self._emit(step, partition, out)
+        self._emit(proc.on_tick(at), partition, out)
+        out.events.append("tick")
+        if proc.clock_us is not None:
+            # the detectors of this partition's fields move on with the partition clock
+            out.sends.append(
+                Outgoing(self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition)
+            )
         self._store_clock(proc, before)
         self.facts.flush()
         return out
@@ -255,7 +308,7 @@ class Runtime:
         "ahead of the clock", while a claim observed far beyond its own arrival still is.
         """
         out = out if out is not None else Handled()
-        proc = self._at(partition, offset, out)
+        proc = self._at(partition, offset, out, arrival_us)
         before = proc.clock_us
         if arrival_us is not None:
             self._emit(proc.on_tick(arrival_us - self.lateness_us), partition, out)
@@ -276,18 +329,41 @@ class Runtime:
         self.facts.flush()
         return out
 
-    def _at(self, partition: int, offset: int, out: Handled) -> PartitionProcessor:
+    def _at(
+        self, partition: int, offset: int, out: Handled, timestamp_us: int | None = None
+    ) -> PartitionProcessor:
         """The processor of a partition, positioned at an input offset.
 
         The first record a rebuilt processor sees re-sends the decisions made from that
-        offset on (see PartitionProcessor.resend_since).
+        offset on (see PartitionProcessor.resend_since), and repairs a stored clock that is
+        further ahead of this record's broker time than any tick or claim could have moved
+        it (see `_repair_clock`).
         """
         proc = self.processor(partition)
         proc.position = offset
         restored = self._fresh.pop(partition, None)
         if restored is not None:
+            self._repair_clock(proc, timestamp_us, out)
             self._emit(proc.resend_since(restored, offset), partition, out)
         return proc
+
+    def _repair_clock(
+        self, proc: PartitionProcessor, timestamp_us: int | None, out: Handled
+    ) -> None:
+        """Bring back a stored clock that is ahead of the wall clock by more than the skew.
+
+        No tick (written at wall time minus lateness, bounded by broker time) nor accepted
+        claim can put it there; only a forged tick accepted by an older release can. It is
+        set to this record's broker time minus the lateness, as a tick of this record would.
+        """
+        if self.wall_clock_us is None or proc.clock_us is None:
+            return
+        now = self.wall_clock_us()
+        if proc.clock_us > now + self._max_skew_us:
+            out.events.append("clock_repaired")
+            stamp = timestamp_us if timestamp_us is not None else now
+            proc.clock_us = min(stamp, now) - self.lateness_us
+            self._store_clock(proc, None)
 
     def flush(self) -> list[Handled]:
         """End of input: close the open windows of every partition, in partition order."""
@@ -332,6 +408,13 @@ class Runtime:
         return dead_letter(self.names, origin, key, value, reason)
 
 
+#: Largest DLQ copy (key plus value) sent whole: below the producer's request limit
+#: (Faust's producer_max_request_size, 1,000,000 bytes) with room for headers and framing.
+DLQ_MAX_BYTES: Final = 1_000_000 - 64 * 1024
+#: Longest reason header kept (an exception message can quote a whole value).
+MAX_REASON_CHARS: Final = 2_000
+
+
 def dead_letter(
     names: TopicNames,
     origin: tuple[str, int, int],
@@ -339,15 +422,31 @@ def dead_letter(
     value: bytes,
     reason: str,
 ) -> Outgoing:
-    """A DLQ record: the original bytes, and the reason and origin (topic, partition, offset)."""
+    """A DLQ record: the original bytes, and the reason and origin (topic, partition, offset).
+
+    A copy that the producer would refuse as too large is truncated; its headers then carry
+    `claimwatch.truncated`, the original size and the sha256 of the original value.
+    """
     topic, partition, offset = origin
-    headers = (
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[:MAX_REASON_CHARS] + "..."
+    headers = [
         ("claimwatch.reason", reason.encode()),
         ("claimwatch.topic", topic.encode()),
         ("claimwatch.partition", str(partition).encode()),
         ("claimwatch.offset", str(offset).encode()),
-    )
-    return Outgoing(names.dlq, key, value, partition, headers)
+    ]
+    if len(key or b"") + len(value) > DLQ_MAX_BYTES:
+        headers += [
+            ("claimwatch.truncated", b"true"),
+            ("claimwatch.original_size", str(len(value)).encode()),
+            ("claimwatch.original_sha256", hashlib.sha256(value).hexdigest().encode()),
+        ]
+        if key is not None and len(key) > DLQ_MAX_BYTES // 2:
+            headers.append(("claimwatch.original_key_size", str(len(key)).encode()))
+            key = key[: DLQ_MAX_BYTES // 2]
+        value = value[: DLQ_MAX_BYTES - len(key or b"")]
+    return Outgoing(names.dlq, key, value, partition, tuple(headers))
 
 
 def conflict_change(decided: Decided) -> dict[str, Any] | None:

@@ -67,6 +67,18 @@ class WorkerSettings:
     log_level: str = "warning"
     #: records an agent takes at once, and how long it waits to fill a batch: Faust's
     #: per-record consumer path (one ack and wake-up each) costs more than our step
+    #: standby copies of each table partition kept warm on other workers (Faust's
+    #: table_standby_replicas): a moved partition is then restored from the changelog tail
+    standby_replicas: int = 0
+    #: /health answers 503 once the broker has not answered for this long
+    health_broker_timeout_s: float = 30.0
+    #: static group membership (KIP-345): a restarted worker with the same id takes its
+    #: partitions back at once instead of waiting for its old session to time out.
+    #: Default: host name and web port, stable across restarts and unique per host and port.
+    instance_id: str | None = None
+    #: a member that stops heartbeating is dropped after this long (Faust's default is 60 s)
+    session_timeout_s: float = 10.0
+    heartbeat_interval_s: float = 1.0
     batch_max: int = field(
         default_factory=lambda: int(os.environ.get("CLAIMWATCH_BATCH_MAX", "500"))
     )
