@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from streams.codec import DecodeError, decode_claim
 from streams.core.policy import CompiledPolicy
-from streams.offline import LineError
+from streams.core.signing import BAD_SIGNATURE
+from streams.offline import LineError, internal_error
 from streams.runtime import Handled, MemoryFacts, Runtime
 from streams.topics import TopicNames, partition_for
 
@@ -26,14 +27,31 @@ class Replayed:
     records: int = 0
 
 
+#: What the claim of a file line became when it was decided, or ignored as a redelivery.
+_TAKEN: Final = frozenset({"accepted", "rejected", "duplicate"})
+#: The key a refused line is reported under, by what the runtime made of it (else "claim").
+_REFUSED_AS: Final = {BAD_SIGNATURE: "signature", "conflicting_duplicate": "claim_id"}
+
+
 class Replayer:
-    """Feeds records to a Runtime over a dict table and collects the decisions."""
+    """Feeds records to a Runtime over a dict table and collects the decisions.
+
+    Whatever goes wrong with one input record is reported as that record's error (file
+    line, or topic partition and offset) and the records after it are replayed as usual.
+    """
 
     def __init__(
-        self, policy: CompiledPolicy, partitions: int, prefix: str = "claimwatch."
+        self,
+        policy: CompiledPolicy,
+        partitions: int,
+        prefix: str = "claimwatch.",
+        topic: str | None = None,
     ) -> None:
-        self.runtime = Runtime(policy, TopicNames(prefix), partitions, {}, MemoryFacts())
+        names = TopicNames(prefix)
+        self.runtime = Runtime(policy, names, partitions, {}, MemoryFacts())
         self.partitions = partitions
+        #: how a topic record's errors name their origin
+        self.topic = topic if topic is not None else names.claims
         self.result = Replayed()
         #: called with each decision record and its JSON (already serialized by the runtime)
         self.on_decision: Callable[[dict[str, Any], bytes], None] | None = None
@@ -52,29 +70,53 @@ class Replayer:
         gap longer than `clock_skew` would leave every later claim "ahead of the clock".
         """
         self.result.records += 1
+        try:
+            error = self._line(raw, source, number)
+        except Exception as exc:  # one guard per line: a bug costs this line, not the file
+            error = LineError(source, number, "claim", internal_error(exc))
+        if error is not None:
+            self.result.errors.append(error)
+
+    def _line(self, raw: bytes, source: str, number: int) -> LineError | None:
+        """Replay one line; its error when its claim was neither decided nor a redelivery."""
         if not raw.strip():
-            return
+            return None
         try:
             claim = decode_claim(raw)
         except DecodeError as exc:
-            self.result.errors.append(LineError(source, number, "claim", str(exc)))
-            return
+            return LineError(source, number, "claim", str(exc))
         home = partition_for(claim.fact_key.encode(), self.partitions)
-        self._collect(
-            self.runtime.handle_claim(home, number, claim, raw, arrival_us=claim.observed_us)
-        )
+        handled = self.runtime.handle_claim(home, number, claim, raw, arrival_us=claim.observed_us)
+        self._collect(handled)
+        if _TAKEN.intersection(handled.events):
+            return None
+        dlq = self.runtime.names.dlq
+        reasons = [
+            dict(s.headers).get("claimwatch.reason") for s in handled.sends if s.topic == dlq
+        ]
+        reason = next((r.decode() for r in reasons if r), "not decided")
+        key = next((_REFUSED_AS[e] for e in handled.events if e in _REFUSED_AS), "claim")
+        return LineError(source, number, key, reason)
 
     def feed_record(
         self,
         partition: int,
         offset: int,
         key: bytes | None,
-        value: bytes,
+        value: bytes | None,
         timestamp_us: int | None = None,
     ) -> None:
-        """One record of the claims topic (ticks and misrouted copies as the worker saw them)."""
+        """One record of the claims topic (ticks and misrouted copies as the worker saw them).
+
+        Records the worker dead-lettered are dead-lettered here too (not reported: the live
+        DLQ holds them); a record whose handling fails is reported by partition and offset.
+        """
         self.result.records += 1
-        self._collect(self.runtime.handle(partition, offset, key, value, timestamp_us))
+        try:
+            self._collect(self.runtime.handle(partition, offset, key, value, timestamp_us))
+        except Exception as exc:  # one guard per record, as for file lines
+            where = f"{self.topic}[{partition}]"
+            self.result.errors.append(LineError(where, offset, "record", internal_error(exc)))
 
     def finish_partition(self, partition: int) -> None:
         """A topic partition has been read to its end offset: close its open windows."""
@@ -135,8 +177,11 @@ async def topic_range(
 
 async def read_range(
     consumer: Any, span: TopicRange, resume: dict[int, int] | None = None
-) -> AsyncIterator[tuple[int, int, bytes | None, bytes, int]]:
-    """Yield (partition, offset, key, value, timestamp in µs) per partition, in offset order."""
+) -> AsyncIterator[tuple[int, int, bytes | None, bytes | None, int]]:
+    """Yield (partition, offset, key, value, timestamp in µs) per partition, in offset order.
+
+    A tombstone keeps its null value (the runtime dead-letters it as `tombstone`).
+    """
     from aiokafka import TopicPartition
 
     for partition in sorted(span.end):
@@ -155,7 +200,7 @@ async def read_range(
                     break
                 position = message.offset + 1
                 stamp = int(message.timestamp) * 1000
-                yield partition, message.offset, message.key, message.value or b"", stamp
+                yield partition, message.offset, message.key, message.value, stamp
             # transaction markers (and aborted records) take offsets but are never returned:
             # the consumer's position moves past them, so follow it or the range never ends
             position = max(position, min(stop, await consumer.position(tp)))

@@ -103,7 +103,7 @@ async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
         partitions = len(span.end)
-        replayer = Replayer(req.policy, partitions)
+        replayer = Replayer(req.policy, partitions, topic=req.topic)
         done = _load_checkpoint(req, replayer, sink)
         replayer.on_decision = _writer(sink)
         remaining = sum(span.end[p] - span.start[p] for p in span.end if p not in done)
@@ -160,8 +160,19 @@ def recorded_decisions(source: str, bootstrap: str | None) -> list[dict[str, Any
     """Decisions from a JSON-lines file, or every decision on a topic (repeats kept)."""
     path = Path(source)
     if path.exists():
+        records = []
         with path.open("rb") as handle:
-            return [orjson.loads(line) for line in handle if line.strip()]
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:  # reported as one line, exit 1
+                    raise RuntimeError(f"{source}:{number}: not a decision: {exc}") from None
+                if not isinstance(record, dict):
+                    raise RuntimeError(f"{source}:{number}: not a decision: not a JSON object")
+                records.append(record)
+        return records
     return asyncio.run(_read_topic(source, bootstrap))
 
 
@@ -171,7 +182,7 @@ async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]
         await consumer.start()
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, topic, None, None)
-        return [orjson.loads(rec[3]) async for rec in read_range(consumer, span)]
+        return [orjson.loads(rec[3]) async for rec in read_range(consumer, span) if rec[3]]
     finally:
         await consumer.stop()
 

@@ -379,9 +379,10 @@ _tick("tick_negative", b'{"__tick__": -1}')
 
 @kind("tick_key_on_a_claim")
 def _tick_claim(b: _Builder) -> list[HostileMessage]:
-    value = encode(b.envelope())
+    envelope = b.envelope()
+    name, value = "tick_key_on_a_claim", encode(envelope)
     return [
-        b.message("tick_key_on_a_claim", value, "ignored_tick", key=TICK_KEY, offline="decided")
+        b.message(name, value, "ignored_tick", key=TICK_KEY, envelope=envelope, offline="decided")
     ]
 
 

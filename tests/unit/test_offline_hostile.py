@@ -1,0 +1,146 @@
+"""`claimwatch resolve` and `replay` over the hostile corpus: bad lines named, the rest decided."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from streams import offline, replay
+from streams.core.timeutil import format_rfc3339
+from streams.offline import read_claims, resolve_batch
+from streams.replay import replay_lines
+from tests.support.feed import hostile_policy
+from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hostile_policy_yaml
+from tests.unit.test_cli import _run
+
+CORPUS = hostile_corpus(7, 2 * len(KINDS))
+NOW = format_rfc3339(T0 + 10_000_000)
+#: A file's own claims drive a replay's clock (SPEC section 6): a claim an hour ahead moves
+#: it an hour on, and a day-old claim is too old for it; both are left out of replay files.
+CLOCK_MOVERS = frozenset({"time_an_hour_ahead", "time_a_day_old"})
+
+
+def corpus_file(
+    tmp_path: Path, skip: frozenset[str] = frozenset()
+) -> tuple[Path, Path, dict[int, HostileMessage]]:
+    """The corpus values that can be JSON lines, one per line; the policy; line -> record."""
+    lines = [m for m in CORPUS if m.offline is not None and m.kind not in skip]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"\n".join(m.value or b"" for m in lines) + b"\n")
+    policy = tmp_path / "hostile.yaml"
+    policy.write_text(hostile_policy_yaml(), encoding="utf-8")
+    return path, policy, dict(enumerate(lines, start=1))
+
+
+def named_lines(stderr: bytes, path: Path) -> set[int]:
+    """The line numbers the command reported as `claimwatch: FILE:LINE: ...`."""
+    prefix = f"claimwatch: {path}:"
+    lines = stderr.decode().splitlines()
+    assert [] == [line for line in lines if not line.startswith(prefix)]
+    return {int(line[len(prefix) :].split(":")[0]) for line in lines}
+
+
+def decided_ids(stdout: bytes) -> set[str]:
+    """Every claim id listed in the printed decisions."""
+    return {c["claim_id"] for line in stdout.splitlines() for c in orjson.loads(line)["claims"]}
+
+
+def test_resolve_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path) -> None:
+    """Exit 1; each bad line on stderr as FILE:LINE; a decision for every good line's claim."""
+    path, policy, lines = corpus_file(tmp_path)
+    proc = _run("resolve", "--policy", str(policy), "--now", NOW, str(path))
+    bad = {n for n, m in lines.items() if m.offline == "bad"}
+    good = {m.claim_id for m in lines.values() if m.offline == "decided"}
+    assert (1, bad) == (proc.returncode, named_lines(proc.stderr, path))
+    assert set() == good - decided_ids(proc.stdout)
+
+
+def test_replay_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path) -> None:
+    """The same for `claimwatch replay --input`, on the file's own clock."""
+    path, policy, lines = corpus_file(tmp_path, CLOCK_MOVERS)
+    proc = _run("replay", "--policy", str(policy), "--input", str(path))
+    bad = {n for n, m in lines.items() if m.offline == "bad"}
+    good = {m.claim_id for m in lines.values() if m.offline == "decided"}
+    assert (1, bad) == (proc.returncode, named_lines(proc.stderr, path))
+    assert set() == good - decided_ids(proc.stdout)
+
+
+def _claim(claim_id: str, subject: str) -> bytes:
+    return orjson.dumps(
+        {
+            "claim_id": claim_id,
+            "subject": subject,
+            "field": "status",
+            "source": "ledger",
+            "observed_at": format_rfc3339(T0),
+            "status": "ok",
+            "value": "paid",
+        }
+    )
+
+
+def failing_for(claim_id: str, real: Any) -> Any:
+    """A stand-in for `resolve` that raises for the claims of one id."""
+
+    def fake(claims: list[Any], policy: Any, now_us: int) -> Any:
+        if any(c.claim_id == claim_id for c in claims):
+            raise RuntimeError("boom")
+        return real(claims, policy, now_us)
+
+    return fake
+
+
+def test_a_failure_deciding_one_claim_costs_only_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """resolve: the line whose claim makes deciding fail is an internal_error; the rest decided."""
+    monkeypatch.setattr(offline, "resolve", failing_for("bad", offline.resolve))
+    batch = read_claims([_claim("ok-1", "s:1"), _claim("bad", "s:1"), _claim("ok-2", "s:2")], "f")
+    records = list(resolve_batch(batch, hostile_policy(), T0))
+    assert [["ok-1"], ["ok-2"]] == [[c["claim_id"] for c in r["claims"]] for r in records]
+    assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in batch.errors]
+
+
+def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """replay: an exception while handling a line is that line's error; the next lines replay."""
+    real = replay.Runtime.handle_claim
+
+    def handle_claim(
+        self: Any, partition: int, offset: int, claim: Any, *rest: Any, **kw: Any
+    ) -> Any:
+        if claim.claim_id == "bad":
+            raise RuntimeError("boom")
+        return real(self, partition, offset, claim, *rest, **kw)
+
+    monkeypatch.setattr(replay.Runtime, "handle_claim", handle_claim)
+    result = replay_lines(
+        hostile_policy(), [_claim("ok-1", "s:1"), _claim("bad", "s:1"), _claim("ok-2", "s:2")], "f"
+    )
+    assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in result.errors]
+    assert {"ok-1", "ok-2"} == {c["claim_id"] for d in result.decisions for c in d["claims"]}
+
+
+def test_replay_reports_lines_that_are_neither_decided_nor_redeliveries() -> None:
+    """A claim id reused with other content is a line error, as in `claimwatch resolve`."""
+    other = orjson.loads(_claim("c1", "s:1")) | {"value": "unpaid"}
+    lines = [_claim("c1", "s:1"), _claim("c1", "s:1"), orjson.dumps(other)]
+    result = replay_lines(hostile_policy(), lines, "f")
+    assert ["f:3: claim_id: claim_id 'c1' was already used for this fact with other content"] == [
+        str(e) for e in result.errors
+    ]
+
+
+def test_diff_against_a_decisions_file_with_a_bad_line_names_the_line(tmp_path: Path) -> None:
+    """`--diff-against FILE` with a line that is no decision: one line FILE:LINE, exit 1."""
+    path, policy, _ = corpus_file(tmp_path, CLOCK_MOVERS)
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_bytes(b'{"decision_id": "dec_1"}\n{oops\n')
+    proc = _run(
+        "replay", "--policy", str(policy), "--input", str(path), "--diff-against", str(recorded)
+    )
+    last = proc.stderr.decode().splitlines()[-1]
+    assert (1, f"claimwatch: {recorded}:2: not a decision") == (
+        proc.returncode,
+        last[: len(f"claimwatch: {recorded}:2: not a decision")],
+    )
