@@ -107,7 +107,7 @@ def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
             raise EnvelopeError(f"missing required key `{key}`")
         if not isinstance(raw, str) or not raw:
             raise EnvelopeError(f"`{key}` must be a non-empty string, got {describe(raw)}")
-        control = _CONTROL.search(raw)
+        control = None if raw.isprintable() else _CONTROL.search(raw)
         if control is not None:
             raise EnvelopeError(
                 f"`{key}` contains the control character U+{ord(control.group()):04X} "
