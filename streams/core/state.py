@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any, Final
 
-from streams.core.claim import Claim, claim_from_envelope
+from streams.core.claim import Claim, EnvelopeError, claim_from_envelope
 from streams.core.timeutil import format_rfc3339
 
 #: Short names of the envelope keys in stored state; other keys go under "x".
@@ -158,6 +158,27 @@ def unpack(item: Mapping[str, Any], subject: str, field_name: str) -> Claim:
     elif item["u"] is None:
         del envelope["status"]
     envelope.update(item.get("x", {}))
-    claim = claim_from_envelope(envelope)
+    try:
+        claim = claim_from_envelope(envelope)
+    except EnvelopeError as exc:
+        claim = _stored_before(envelope, str(exc))
     error = item.get("e")
     return replace(claim, arrival_error=error) if error else claim
+
+
+def _stored_before(envelope: Mapping[str, Any], reason: str) -> Claim:
+    """A stored claim that today's envelope checks refuse, kept as a rejected claim.
+
+    An older version accepted it (say, a control character in its source): restoring the
+    fact must not fail on it, and the fact's decisions still list it, with the reason.
+    """
+    return Claim(
+        claim_id=str(envelope.get("claim_id")),
+        subject=str(envelope["subject"]),
+        field=str(envelope["field"]),
+        source=str(envelope.get("source")),
+        observed_us=None,
+        time_error=f"no longer a valid claim: {reason}",
+        status=envelope.get("status"),
+        envelope=envelope,
+    )

@@ -17,6 +17,7 @@ from streams.core.limits import INT64_MAX, INT64_MIN, MAX_NESTING, describe_int,
 from streams.core.normalize import NormalizationError, canonical
 from streams.core.resolve import resolve
 from streams.core.signing import verify
+from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
 from tests.support.feed import feed, hostile_policy, hostile_runtime
 from tests.support.hostile import LATENESS_US, T0, HostileMessage
@@ -293,3 +294,24 @@ def test_any_json_in_any_envelope_key_is_decided_or_dead_lettered(
     dumps(
         resolve([claim], hostile_policy(), T0)
     )  # the record of any claim built in process encodes
+
+
+def test_stored_claims_that_todays_checks_refuse_are_restored_as_rejected() -> None:
+    """State written by an older version (a NUL in a source) restores; the claim is rejected."""
+    stored = {
+        "s": "invoice:1",
+        "f": "status",
+        "p": 0,
+        "c": [{"i": "old", "s": "led\x00ger", "t": T0, "v": "paid"}],
+    }
+    state = FactState.from_obj(orjson.loads(orjson.dumps(stored)))
+    record = resolve(state.claims, hostile_policy(), T0)
+    (claim,) = record["claims"]
+    assert ("rejected", "rejected", True) == (
+        record["outcome"],
+        claim["disposition"],
+        claim["error"].startswith(
+            "no longer a valid claim: `source` contains the control character"
+        ),
+    )
+    assert record == orjson.loads(dumps(record))
