@@ -148,6 +148,7 @@ def worker(
         standby_replicas=standby_replicas,
         health_broker_timeout_s=health_broker_timeout,
         instance_id=instance_id,
+        max_policy_bytes=max_policy_bytes,
     )
     if bootstrap:
         settings.bootstrap = bootstrap

@@ -1,4 +1,4 @@
-"""The worker's /health and /metrics pages, the broker probe and the agent stop/start pages.
+"""The worker's /health and /metrics pages, the broker probe and the agent stop page.
 
 /health is 200 only when recovery is done, every agent runs and the broker answered within
 `--health-broker-timeout`; otherwise 503 with the reasons. /metrics adds the consumer lag
@@ -70,7 +70,7 @@ async def probe_broker(app: Any, broker: BrokerWatch) -> None:
 def install_health(
     pipe: Pipeline, metrics: Metrics, budget: CrashBudget, broker: BrokerWatch
 ) -> None:
-    """Register /health, /metrics, the broker probe timer and /agents/{name}/stop|start."""
+    """Register /health, /metrics, the broker probe timer and /agents/{name}/stop."""
     app = pipe.app
 
     @app.timer(PROBE_INTERVAL_S)
@@ -96,19 +96,15 @@ def install_health(
     def agent_named(name: str) -> Any | None:
         return next((a for a in app.agents.values() if a.name.rsplit(".", 1)[-1] == name), None)
 
-    @app.page("/agents/{name}/{action}")
-    class AgentControl(View):
-        """POST stop|start: pause one agent's processing (maintenance), or resume it."""
+    @app.page("/agents/{name}/stop")
+    class AgentStop(View):
+        """POST: stop one agent (maintenance); /health is 503 until the worker restarts."""
 
-        async def post(self, request: Any, name: str, action: str) -> Any:
+        async def post(self, request: Any, name: str) -> Any:
             agent = agent_named(name)
             if agent is None:
                 names = sorted(a.name.rsplit(".", 1)[-1] for a in app.agents.values())
                 return self.json({"error": f"no agent {name}", "agents": names}, status=404)
-            if action == "stop":
-                await agent.stop()
-            elif action == "start":
-                await agent.restart()
-            else:
-                return self.json({"error": "action is stop or start"}, status=400)
-            return self.json({"agent": name, "action": action})
+            await agent.stop()
+            log.warning("agent %s stopped by POST /agents/%s/stop", name, name)
+            return self.json({"agent": name, "stopped": True})

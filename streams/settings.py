@@ -67,6 +67,8 @@ class WorkerSettings:
     log_level: str = "warning"
     #: records an agent takes at once, and how long it waits to fill a batch: Faust's
     #: per-record consumer path (one ack and wake-up each) costs more than our step
+    #: largest policy file accepted (see streams.policy_file.MAX_POLICY_BYTES)
+    max_policy_bytes: int = 1024 * 1024
     #: standby copies of each table partition kept warm on other workers (Faust's
     #: table_standby_replicas): a moved partition is then restored from the changelog tail
     standby_replicas: int = 0

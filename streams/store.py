@@ -37,25 +37,30 @@ def register() -> None:
 class HealingRocksDBStore(RocksDBStore):
     """Rocksdb store whose partitions ahead of their changelog are wiped and restored."""
 
-    def persisted_offset(self, tp: Any) -> int | None:
-        offset: int | None = super().persisted_offset(tp)
-        if offset is None:
-            return None
-        end = _changelog_end(self.app, tp)
-        if end is not None and offset > end:
-            log.warning(
-                "local store %s (partition %d) has applied changelog offset %d but %s ends at "
-                "%d: the topic was recreated or the directory belongs to another deployment; "
-                "wiping this partition's local state and restoring it from the changelog",
-                self.table.name,
-                tp.partition,
-                offset,
-                tp.topic,
-                end,
-            )
-            self.wipe(tp.partition)
-            return None
-        return offset
+    async def on_rebalance(
+        self, assigned: Any, revoked: Any, newly_assigned: Any, generation_id: int = 0
+    ) -> None:
+        await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
+        mine = sorted(tp for tp in newly_assigned if tp.topic in self.table.changelog_topic.topics)
+        if not mine:
+            return
+        ends = await self.app.consumer.highwaters(*mine)
+        for tp in mine:
+            offset = super().persisted_offset(tp)
+            end = ends.get(tp)
+            if offset is not None and end is not None and offset > end - 1:
+                log.warning(
+                    "local store %s (partition %d) has applied changelog offset %d but %s "
+                    "ends at offset %d: the topics were recreated or the directory belongs "
+                    "to another deployment; wiping this partition's local state and "
+                    "restoring it from the changelog",
+                    self.table.name,
+                    tp.partition,
+                    offset,
+                    tp.topic,
+                    end - 1,
+                )
+                self.wipe(tp.partition)
 
     def wipe(self, partition: int) -> None:
         """Close and delete one partition's local database; it reopens empty on next use."""
@@ -65,12 +70,3 @@ class HealingRocksDBStore(RocksDBStore):
         del db
         self._key_index.clear()
         shutil.rmtree(self.partition_path(partition), ignore_errors=True)
-
-
-def _changelog_end(app: Any, tp: Any) -> int | None:
-    """The last offset of a changelog partition as recovery measured it (None: not known)."""
-    recovery = app.tables.recovery
-    for highwaters in (recovery.active_highwaters, recovery.standby_highwaters):
-        if tp in highwaters:
-            return int(highwaters[tp])
-    return None

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import time
+from typing import Any
 
 from faust import Worker
 
@@ -32,9 +33,33 @@ log = logging.getLogger(__name__)
 EXIT_AGENT_CRASHES = 3
 
 
+class ClaimwatchWorker(Worker):
+    """Faust's worker, but a clean stop leaves the consumer group at once.
+
+    With static membership (`group.instance.id`) the Kafka client never sends LeaveGroup,
+    so after a clean stop the other workers would wait for the session to time out before
+    they take over its partitions. Dropping the instance id just before stopping makes the
+    client leave as a dynamic member would; after a crash (SIGKILL) the restarted worker
+    still takes its partitions back at once.
+    """
+
+    def _schedule_shutdown(self, signal: signal.Signals) -> None:
+        leave_group_on_stop(self.app)
+        super()._schedule_shutdown(signal)
+
+
+def leave_group_on_stop(app: Any) -> None:
+    """Make the app's Kafka consumer send LeaveGroup when it stops."""
+    try:
+        coordinator = app.consumer._thread._ensure_consumer()._coordinator
+    except Exception:  # no consumer yet: nothing to leave
+        return
+    coordinator._group_instance_id = None
+
+
 def run_worker(settings: WorkerSettings) -> None:
     """Run until stopped (SIGINT/SIGTERM stop it cleanly; repeated agent crashes exit 3)."""
-    policy = load_policy(settings.policy_path)
+    policy = load_policy(settings.policy_path, max_bytes=settings.max_policy_bytes)
     names = TopicNames(settings.prefix)
     asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
     pipe = build_app(settings)
@@ -54,7 +79,7 @@ def run_worker(settings: WorkerSettings) -> None:
     budget = CrashBudget()
     broker = BrokerWatch(timeout_s=settings.health_broker_timeout_s)
     logging.getLogger("faust").setLevel(settings.log_level.upper())
-    worker = Worker(pipe.app, loglevel=settings.log_level, quiet=True)
+    worker = ClaimwatchWorker(pipe.app, loglevel=settings.log_level, quiet=True)
 
     def too_many_crashes(agent: str) -> None:
         log.critical(

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 import re
+import signal
 import subprocess
 import uuid
 import warnings
@@ -164,3 +165,29 @@ async def fresh_topic(kafka_bootstrap: str) -> AsyncIterator[TopicFactory]:
             await admin.delete_topics(created)
         finally:
             await admin.close()
+
+
+BROKER_PID_FILE = REPO / ".cache" / "kafka" / "broker.pid"
+
+
+@pytest.fixture
+def broker_pause(
+    kafka_bootstrap: str,
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """An async context that freezes the local broker (SIGSTOP) and thaws it (SIGCONT) on exit.
+
+    Only compose/kafka.sh's broker can be paused; with any other broker the test fails.
+    """
+    if kafka_bootstrap not in LOCAL_ADDRESSES or not BROKER_PID_FILE.exists():
+        pytest.fail(f"cannot pause the broker at {kafka_bootstrap}: not compose/kafka.sh's")
+    pid = int(BROKER_PID_FILE.read_text().strip())
+
+    @contextlib.asynccontextmanager
+    async def paused() -> AsyncIterator[None]:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    return paused

@@ -40,14 +40,10 @@ BIN = Path(sys.executable).parent
 CLAIMWATCH = BIN / "claimwatch"
 READY_TIMEOUT = 90.0
 
-#: Faust reads these from the environment: a worker killed with SIGKILL is dropped from
-#: its consumer group after 10 s instead of Faust's default 60 s, so a restart is quick.
-WORKER_ENV = {
-    "BROKER_SESSION_TIMEOUT": "10",
-    "BROKER_HEARTBEAT_INTERVAL": "1",
-    "BROKER_REBALANCE_TIMEOUT": "20",
-    "PYTHONUNBUFFERED": "1",
-}
+#: The worker runs with its shipped settings (default store, session timeouts, static
+#: membership); only its output is unbuffered, so that the logs attached to a failing test
+#: are complete.
+WORKER_ENV = {"PYTHONUNBUFFERED": "1"}
 
 WORKERS_KEY = pytest.StashKey[list["WorkerProcess"]]()
 
@@ -105,7 +101,9 @@ class WorkerProcess:
     data_dir: Path
     log_path: Path
     partitions: int = 4
-    store: str = "memory://"
+    #: None: the worker's default store (rocksdb), as the README starts it
+    store: str | None = None
+    extra_args: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -131,12 +129,12 @@ class WorkerProcess:
             str(self.web_port),
             "--partitions",
             str(self.partitions),
-            "--store",
-            self.store,
+            *(("--store", self.store) if self.store is not None else ()),
             "--data-dir",
             str(self.data_dir),
             "--app-id",
             self.app_id,
+            *self.extra_args,
         ]
 
     def start(self) -> None:
@@ -221,6 +219,15 @@ class WorkerProcess:
         ):
             return response.status, await response.read()
 
+    async def post(self, path: str, *, timeout: float = 30.0) -> tuple[int, bytes]:
+        """POST to a page of the worker: (status, body)."""
+        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        async with (
+            aiohttp.ClientSession(timeout=client_timeout) as session,
+            session.post(self.url + path) as response,
+        ):
+            return response.status, await response.read()
+
     @property
     def log(self) -> str:
         try:
@@ -245,6 +252,9 @@ class Workers:
         app_id: str | None = None,
         partitions: int = 4,
         web_port: int | None = None,
+        store: str | None = None,
+        extra_args: tuple[str, ...] = (),
+        data_dir: Path | None = None,
     ) -> WorkerProcess:
         """A worker (not yet started) with a unique prefix/app id unless given."""
         index = len(self.started)
@@ -255,9 +265,11 @@ class Workers:
             prefix=prefix,
             app_id=app_id or unique("cwapp"),
             web_port=web_port or free_port(),
-            data_dir=self.tmp_path / f"worker-{index}-data",
+            data_dir=data_dir or self.tmp_path / f"worker-{index}-data",
             log_path=self.tmp_path / f"worker-{index}.log",
             partitions=partitions,
+            store=store,
+            extra_args=extra_args,
         )
         self.started.append(worker)
         return worker
