@@ -10,6 +10,9 @@ from schemas.policy import RANK, Authority, FieldPolicy, FieldType, OnConflict, 
 from streams.core.normalize import Normalizer, normalizer_for
 
 _UNKNOWN_FIELD: Final = FieldPolicy(type=FieldType.JSON)
+#: Most cached rules and most cached source views (caches: answers never depend on them).
+#: Field names and sources come from producers: unbounded, each new one would stay forever.
+MAX_CACHED: Final = 16_384
 
 
 def base_source(source: str) -> str:
@@ -66,7 +69,10 @@ class CompiledPolicy:
         """The rule of a field; a field missing from the policy gets the defaults as `json`."""
         rule = self._rules.get(field)
         if rule is None:
-            rule = self._rules[field] = self._compile(field)
+            rule = self._compile(field)
+            if len(self._rules) >= MAX_CACHED:
+                self._rules.clear()
+            self._rules[field] = rule
         return rule
 
     def source_view(self, field: str, source: str) -> SourceView:
@@ -74,7 +80,10 @@ class CompiledPolicy:
         key = (field, source)
         view = self._views.get(key)
         if view is None:
-            view = self._views[key] = self._view(field, source)
+            view = self._view(field, source)
+            if len(self._views) >= MAX_CACHED:
+                self._views.clear()
+            self._views[key] = view
         return view
 
     def _compile(self, field: str) -> FieldRule:

@@ -15,12 +15,14 @@ from streams.codec import DecodeError, decode_claim, dumps
 from streams.core.claim import EnvelopeError, claim_from_envelope
 from streams.core.limits import INT64_MAX, INT64_MIN, MAX_NESTING, describe_int, scan
 from streams.core.normalize import NormalizationError, canonical
+from streams.core.policy import MAX_CACHED, CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.signing import verify
 from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
+from streams.policy_file import parse_policy
 from tests.support.feed import feed, hostile_policy, hostile_runtime
-from tests.support.hostile import LATENESS_US, T0, HostileMessage
+from tests.support.hostile import LATENESS_US, T0, HostileMessage, hostile_policy_yaml
 
 USD = '"currency": "USD"'
 
@@ -315,3 +317,16 @@ def test_stored_claims_that_todays_checks_refuse_are_restored_as_rejected() -> N
         ),
     )
     assert record == orjson.loads(dumps(record))
+
+
+def test_unknown_fields_and_sources_never_grow_the_policy_caches_without_bound() -> None:
+    """Producers choose field names and sources: the compiled policy caches stay bounded."""
+    policy = CompiledPolicy(parse_policy(hostile_policy_yaml(), "<hostile>"))
+    for n in range(MAX_CACHED + 10):
+        policy.rule(f"field-{n}")
+        policy.source_view("status", f"source-{n}")
+    assert (True, True) == (len(policy._rules) <= MAX_CACHED, len(policy._views) <= MAX_CACHED)
+    assert ("json", "derived") == (
+        policy.rule("field-0").spec.type.value,
+        policy.source_view("status", "source-0").authority.value,
+    )
