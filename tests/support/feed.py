@@ -20,7 +20,7 @@ PARTITIONS: Final = 4
 EDGE_KINDS: Final = frozenset(
     {
         "tombstone",
-        "value_1_mib",
+        "value_about_1_mb",
         "tick_not_json",
         "tick_int64_max",
         "tick_beyond_any_number",

@@ -112,14 +112,15 @@ def valid_claims(seed: int, count: int, start_us: int = T0) -> list[dict[str, An
 class _Builder:
     """Numbers the records and makes their envelopes and bytes."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, start_us: int = T0) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
+        self.start_us = start_us
         self.index = 0
 
     @property
     def now(self) -> int:
-        return T0 + self.index * MS
+        return self.start_us + self.index * MS
 
     def envelope(self, name: str = "status", **over: Any) -> dict[str, Any]:
         """A good claim of `name` on a subject of its own, then the overrides."""
@@ -290,7 +291,8 @@ def _sized(name: str, size: int, expect: str) -> None:
 
 _sized("value_63_kib", 63 * 1024, "decided")
 _sized("value_65_kib", 65 * 1024, "dead_letter")
-_sized("value_1_mib", 1024 * 1024, "dead_letter")
+# about 1 MB: within the broker's default message.max.bytes (1,048,588), beyond the DLQ copy limit
+_sized("value_about_1_mb", 1_040_000, "dead_letter")
 
 
 def _nested(name: str, depth: int, expect: str) -> None:
@@ -386,12 +388,15 @@ def _tick_claim(b: _Builder) -> list[HostileMessage]:
     ]
 
 
-def hostile_corpus(seed: int, count: int) -> list[HostileMessage]:
-    """`count` hostile records (every kind once per len(KINDS)), shuffled by the seed."""
+def hostile_corpus(seed: int, count: int, start_us: int = T0) -> list[HostileMessage]:
+    """`count` hostile records (every kind once per len(KINDS)), shuffled by the seed.
+
+    The first record is observed at `start_us`, each next one 1 ms later.
+    """
     names = sorted(KINDS)
     plan = [names[n % len(names)] for n in range(count)]
     random.Random(seed).shuffle(plan)
-    builder = _Builder(seed)
+    builder = _Builder(seed, start_us)
     corpus: list[HostileMessage] = []
     for name in plan:
         corpus += KINDS[name](builder)
