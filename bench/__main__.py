@@ -49,13 +49,18 @@ def replay(facts: int, per_fact: int) -> dict[str, object]:
     return replay_bench.run(path)
 
 
+def restart() -> dict[str, object]:
+    """Issue 13: restart after SIGKILL with 100,000 live facts, rocksdb vs memory store."""
+    return _side("bench.restart_bench")
+
+
 def main() -> int:
     """Run the benchmarks named in CLAIMWATCH_BENCH (default: all) and write bench/out/."""
     facts = int(os.environ.get("CLAIMWATCH_BENCH_FACTS", "100000"))
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
-    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,pipeline,replay,text,argue")
+    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,pipeline,replay,text,argue,restart")
     chosen = {name.strip() for name in wanted.split(",") if name.strip()}
-    unknown = chosen - {"core", "pipeline", "replay", "text", "argue"}
+    unknown = chosen - {"core", "pipeline", "replay", "text", "argue", "restart"}
     if unknown:
         print(f"CLAIMWATCH_BENCH: unknown benchmark(s) {', '.join(sorted(unknown))}")
         return 2
@@ -84,6 +89,10 @@ def main() -> int:
 
         print("argue: grounded and preferred extensions vs the reference ...", flush=True)
         results["argue"] = figures = argue_bench.run()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "restart" in chosen:
+        print("restart: SIGKILL and restart with 100,000 live facts, both stores ...", flush=True)
+        results["restart"] = figures = restart()
         print(json.dumps(figures, indent=2), flush=True)
     (OUT / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0

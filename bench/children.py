@@ -82,11 +82,15 @@ class Child:
             self.proc.wait(10)
 
 
-def worker(policy: Path, prefix: str, app_id: str, port: int, work: Path) -> Child:
+def worker(
+    policy: Path, prefix: str, app_id: str, port: int, work: Path, store: str | None = None
+) -> Child:
+    """The worker as the README starts it (default store unless `store` names another)."""
     command = [
         str(CLAIMWATCH), "worker", "--policy", str(policy), "--bootstrap", env_bootstrap(),
         "--topic-prefix", prefix, "--app-id", app_id, "--web-port", str(port),
-        "--partitions", str(PARTITIONS), "--store", "memory://", "--data-dir", str(work / app_id),
+        "--partitions", str(PARTITIONS), "--data-dir", str(work / app_id),
+        *(("--store", store) if store else ()),
     ]  # fmt: skip
     return Child(f"worker {app_id}", command, work / f"{app_id}.log")
 

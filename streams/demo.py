@@ -71,8 +71,6 @@ def _worker_command(args: argparse.Namespace, bootstrap: str, app_id: str) -> li
         args.topic_prefix,
         "--web-port",
         str(args.web_port),
-        "--store",
-        "memory://",
         "--app-id",
         app_id,
         "--data-dir",

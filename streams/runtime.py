@@ -69,6 +69,8 @@ def tick_time(value: bytes) -> int | None:
     return at if type(at) is int and 0 <= at <= MAX_TICK_US else None
 
 
+#: How far a partition clock moves on between two writes of it by claims (1 s).
+CLOCK_STEP_US: Final = 1_000_000
 #: Largest tick time accepted (int64 microseconds).
 MAX_TICK_US: Final = 2**63 - 1
 
@@ -194,6 +196,8 @@ class Runtime:
         #: partitions whose processor has not handled a record since it was (re)built
         #: (each with the restored facts that hold a decision, read once at the rebuild)
         self._fresh: dict[int, list[FactState]] = {}
+        #: the clock last written to the table, per partition
+        self._stored_clock: dict[int, int] = {}
         #: how far claims may legitimately move a clock past the broker's time
         self._max_skew_us = int(policy.policy.defaults.clock_skew)
 
@@ -223,6 +227,8 @@ class Runtime:
         if proc is None:
             raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
             clock = int(raw) if raw is not None else None
+            if clock is not None:
+                self._stored_clock[partition] = clock
             proc = PartitionProcessor(self.policy, partition, self.facts, clock)
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
@@ -286,7 +292,7 @@ class Runtime:
             out.sends.append(
                 Outgoing(self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition)
             )
-        self._store_clock(proc, before)
+        self._store_clock(proc, before, force=True)
         self.facts.flush()
         return out
 
@@ -363,7 +369,7 @@ class Runtime:
             out.events.append("clock_repaired")
             stamp = timestamp_us if timestamp_us is not None else now
             proc.clock_us = min(stamp, now) - self.lateness_us
-            self._store_clock(proc, None)
+            self._store_clock(proc, None, force=True)
 
     def flush(self) -> list[Handled]:
         """End of input: close the open windows of every partition, in partition order."""
@@ -378,9 +384,23 @@ class Runtime:
         self.facts.flush()
         return out
 
-    def _store_clock(self, proc: PartitionProcessor, before: int | None) -> None:
-        if proc.clock_us != before and proc.clock_us is not None:
-            self.table[CLOCK_PREFIX + str(proc.partition).encode()] = str(proc.clock_us).encode()
+    def _store_clock(
+        self, proc: PartitionProcessor, before: int | None, *, force: bool = False
+    ) -> None:
+        """Write a partition's clock to the table when it moved on by CLOCK_STEP_US.
+
+        Claims move the clock with every arrival; writing it each time doubled the changelog
+        records per claim (and so the records a moved partition must restore). Ticks write
+        it always (about once a second). A restarted partition may so start at most
+        CLOCK_STEP_US behind; its next record moves it to that record's broker time anyway.
+        """
+        clock = proc.clock_us
+        if clock is None or clock == before:
+            return
+        stored = self._stored_clock.get(proc.partition)
+        if force or stored is None or clock - stored >= CLOCK_STEP_US:
+            self.table[CLOCK_PREFIX + str(proc.partition).encode()] = str(clock).encode()
+            self._stored_clock[proc.partition] = clock
 
     def _emit(self, step: StepResult, partition: int, out: Handled) -> None:
         out.events.extend(step.events)

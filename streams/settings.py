@@ -64,7 +64,9 @@ class WorkerSettings:
     tick_interval_s: float = 1.0
     lateness_s: float = 1.0
     commit_interval_s: float = 1.0
-    log_level: str = "warning"
+    log_level: str = field(
+        default_factory=lambda: os.environ.get("CLAIMWATCH_LOG_LEVEL", "warning")
+    )
     #: records an agent takes at once, and how long it waits to fill a batch: Faust's
     #: per-record consumer path (one ack and wake-up each) costs more than our step
     #: largest policy file accepted (see streams.policy_file.MAX_POLICY_BYTES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections import Counter
@@ -79,8 +78,8 @@ def dead_letters(records: list[Record]) -> tuple[set[tuple[int, int]], set[str]]
         assert "claimwatch.reason" in headers, record
         origins.add((int(headers["claimwatch.partition"]), int(headers["claimwatch.offset"])))
         try:
-            value = json.loads(record.value)
-        except ValueError:
+            value = orjson.loads(record.value)
+        except orjson.JSONDecodeError:  # not JSON, or nested beyond orjson's 1024 levels
             continue
         if isinstance(value, dict) and isinstance(value.get("claim_id"), str):
             ids.add(value["claim_id"])
