@@ -16,6 +16,7 @@ from faust.streams import _current_event
 
 from streams.alerting import AlertRuntime
 from streams.app import Pipeline
+from streams.backpressure import InFlight
 from streams.codec import dumps, loads
 from streams.guard import Record, RecordGuard, record_of
 from streams.health import recovering
@@ -61,10 +62,12 @@ def install(
         if app.in_transaction:
             await _send(topics[out.topic], out)
         else:
-            await app.producer.send(
+            sent = await app.producer.send(
                 out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
             )
+            await in_flight.admit(asyncio.ensure_future(sent))
 
+    in_flight = InFlight()
     guard = RecordGuard(pipe.names, send, metrics)
     if verdicts is not None:
         _install_verdicts(pipe, verdicts, metrics, topics, supervise)
