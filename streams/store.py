@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
 
 from faust.stores import STORES
 from faust.stores.rocksdb import Store as RocksDBStore
@@ -37,6 +38,11 @@ def register() -> None:
 class HealingRocksDBStore(RocksDBStore):
     """Rocksdb store whose partitions ahead of their changelog are wiped and restored."""
 
+    #: end offsets of every changelog partition assigned in one rebalance, by generation:
+    #: asked once for all tables (each request crosses into Faust's consumer thread, which
+    #: answers slowly while a rebalance is under way)
+    _ends: ClassVar[dict[int, Mapping[Any, int]]] = {}
+
     async def on_rebalance(
         self, assigned: Any, revoked: Any, newly_assigned: Any, generation_id: int = 0
     ) -> None:
@@ -44,7 +50,7 @@ class HealingRocksDBStore(RocksDBStore):
         mine = sorted(tp for tp in newly_assigned if tp.topic in self.table.changelog_topic.topics)
         if not mine:
             return
-        ends = await self.app.consumer.highwaters(*mine)
+        ends = await self._changelog_ends(newly_assigned, generation_id)
         for tp in mine:
             offset = super().persisted_offset(tp)
             end = ends.get(tp)
@@ -61,6 +67,19 @@ class HealingRocksDBStore(RocksDBStore):
                     end - 1,
                 )
                 self.wipe(tp.partition)
+
+    async def _changelog_ends(self, newly_assigned: Any, generation_id: int) -> Mapping[Any, int]:
+        """End offsets of every table's newly assigned changelog partitions (one request)."""
+        known = self._ends.get(generation_id)
+        if known is None:
+            changelogs = {
+                t for table in self.app.tables.values() for t in table.changelog_topic.topics
+            }
+            wanted = sorted(tp for tp in newly_assigned if tp.topic in changelogs)
+            known = dict(await self.app.consumer.highwaters(*wanted)) if wanted else {}
+            self._ends.clear()  # only the current generation is ever asked for
+            self._ends[generation_id] = known
+        return known
 
     def wipe(self, partition: int) -> None:
         """Close and delete one partition's local database; it reopens empty on next use."""
