@@ -109,6 +109,7 @@ async def _first_new_decision(names: TopicNames, run: str, port: int) -> tuple[f
 
 
 def _settle_zero(work: Path) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
     path = work / "policy.yaml"
     path.write_text(POLICY.read_text().replace("settle: 2s", "settle: 0s", 1))
     return path
