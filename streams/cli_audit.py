@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import IO, Annotated
 
-import orjson
 import typer
 from aiokafka.errors import KafkaError
 from rich.console import Console
@@ -20,6 +19,7 @@ from streams.explain import explain as render
 from streams.policy_file import MAX_POLICY_BYTES, PolicyError, load_policy
 from streams.replay_cmd import (
     ReplayRequest,
+    decision_lines,
     print_diff,
     recorded_decisions,
     refuse_live_topic,
@@ -169,13 +169,21 @@ def explain(
 ) -> None:
     """Render a decision in plain language from its record."""
     where = source or TopicNames(env_prefix()).decisions
-    if source is None and not sys.stdin.isatty():
-        records = [orjson.loads(line) for line in sys.stdin.buffer if line.strip()]
-    else:
-        records = recorded_decisions(where, bootstrap)
+    piped = source is None and not sys.stdin.isatty()
+    try:
+        if piped:
+            records = decision_lines(sys.stdin.buffer, "<stdin>")
+        else:
+            records = recorded_decisions(where, bootstrap)
+    except RuntimeError as exc:  # a line that is not a decision: FILE:LINE: reason
+        raise _fail(str(exc), 1) from None
     found = next((r for r in records if r.get("decision_id") == decision_id), None)
     if found is None:
-        raise _fail(
-            f"no decision {decision_id} in {where if source or sys.stdin.isatty() else 'stdin'}", 1
-        )
-    typer.echo(render(found))
+        raise _fail(f"no decision {decision_id} in {'stdin' if piped else where}", 1)
+    try:
+        text = render(found)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        message = f"decision {decision_id} is not a complete decision record ({reason})"
+        raise _fail(message, 1) from None
+    typer.echo(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -160,20 +160,25 @@ def recorded_decisions(source: str, bootstrap: str | None) -> list[dict[str, Any
     """Decisions from a JSON-lines file, or every decision on a topic (repeats kept)."""
     path = Path(source)
     if path.exists():
-        records = []
         with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:  # reported as one line, exit 1
-                    raise RuntimeError(f"{source}:{number}: not a decision: {exc}") from None
-                if not isinstance(record, dict):
-                    raise RuntimeError(f"{source}:{number}: not a decision: not a JSON object")
-                records.append(record)
-        return records
+            return decision_lines(handle, source)
     return asyncio.run(_read_topic(source, bootstrap))
+
+
+def decision_lines(lines: Iterable[bytes], name: str) -> list[dict[str, Any]]:
+    """Decision records of JSON lines; a line that is not one raises RuntimeError(FILE:LINE)."""
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:  # reported as one line, exit 1
+            raise RuntimeError(f"{name}:{number}: not a decision: {exc}") from None
+        if not isinstance(record, dict):
+            raise RuntimeError(f"{name}:{number}: not a decision: not a JSON object")
+        records.append(record)
+    return records
 
 
 async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]:
