@@ -158,6 +158,8 @@ def supervisor(
     """
 
     def supervise(name: str) -> Callable[[AgentFun], AgentFun]:
+        metrics.agent_crashes.labels(name)  # at 0 from the start, for the paging rules
+
         def wrap(fun: AgentFun) -> AgentFun:
             @functools.wraps(fun)
             async def agent(stream: Any) -> None:

@@ -115,6 +115,8 @@ class Metrics:
             self.alerts_firing.labels("conflict_spike", field, "other")
         for reason in DLQ_REASONS:
             self.dead_letters.labels(reason)
+        # a series the paging rules can rate() before the first claim arrives
+        self.claims.labels("other", "other", "ok")
         for field in sorted(self._fields):
             owner = policy.rule(field).owner
             for source in sorted(self._sources):
