@@ -8,7 +8,6 @@ of every assigned partition (end offset minus committed offset) at scrape time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -40,14 +39,25 @@ def current_reasons(app: Any, budget: CrashBudget, broker: BrokerWatch) -> list[
     )
 
 
-def observe_lag(app: Any, metrics: Metrics) -> None:
-    """Set claimwatch_consumer_lag_records for every partition this worker consumes."""
+async def observe_lag(app: Any, metrics: Metrics) -> None:
+    """Set claimwatch_consumer_lag_records for every partition this worker consumes.
+
+    The end offset is the consumer's last fetched highwater; for a partition not fetched
+    yet (just assigned) it is asked of the broker.
+    """
     consumer = app.consumer
+    tps = sorted(
+        tp
+        for tp in consumer.assignment()
+        if not tp.topic.endswith("-changelog") and "__assignor" not in tp.topic
+    )  # changelogs are read for recovery, never committed
+    ends = {tp: consumer.highwater(tp) for tp in tps}
+    unknown = [tp for tp, end in ends.items() if end is None]
+    if unknown:
+        ends.update(await asyncio.wait_for(consumer.highwaters(*unknown), PROBE_TIMEOUT_S))
     metrics.consumer_lag.clear()
-    for tp in sorted(consumer.assignment()):
-        if tp.topic.endswith("-changelog") or "__assignor" in tp.topic:
-            continue  # read for recovery, never committed
-        end = consumer.highwater(tp)
+    for tp in tps:
+        end = ends.get(tp)
         if end is None:
             continue
         committed = consumer._committed_offset.get(tp)
@@ -80,8 +90,10 @@ def install_health(
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
         metrics.recovered.set(0 if current_reasons(app, budget, broker) else 1)
-        with contextlib.suppress(Exception):  # no consumer yet: no lag to report
-            observe_lag(app, metrics)
+        try:
+            await observe_lag(app, metrics)
+        except Exception as exc:  # no consumer yet, or the broker did not answer in time
+            log.debug("consumer lag not observed: %r", exc)
         return aioweb.Response(
             body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
