@@ -8,6 +8,7 @@ import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -84,6 +85,17 @@ async def committed(bootstrap: str, group: str, topic: str) -> int:
         await admin.close()
 
 
+async def claims_lag(worker: Any, topic: str) -> float:
+    """The worker's claimwatch_consumer_lag_records summed over the claims partitions."""
+    _, body = await worker.get("/metrics")
+    prefix = 'claimwatch_consumer_lag_records{partition="'
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in body.decode().splitlines()
+        if line.startswith(prefix) and f'topic="{topic}"' in line
+    )
+
+
 async def test_backlog_drains_with_at_most_one_decision_per_claim_and_no_commit_stall(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -93,6 +105,7 @@ async def test_backlog_drains_with_at_most_one_decision_per_claim_and_no_commit_
     await publish_backlog(kafka_bootstrap, worker.prefix)
     started = time.monotonic()
     await worker.launch()
+    lag_at_start = await claims_lag(worker, names.claims)
     progress: list[tuple[float, int]] = []
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -118,6 +131,10 @@ async def test_backlog_drains_with_at_most_one_decision_per_claim_and_no_commit_
         "at most, "
         f"{worker.log.count('producer buffer full')} 'producer buffer full' warnings"
     )
+    await asyncio.sleep(2.0)  # a commit interval after the last commit
+    lag_at_end = await claims_lag(worker, names.claims)
+    assert lag_at_start > CLAIMS / 2, "the lag metric shows the backlog"
+    assert 0 == lag_at_end
     assert ratio <= 1.0
     assert 0 == repeated
     assert longest_commit <= STALL_LIMIT_S
