@@ -16,19 +16,6 @@ from tests.support.hostile import HostileMessage, hostile_policy_yaml
 
 NAMES: Final = TopicNames("hostile.")
 PARTITIONS: Final = 4
-#: Kinds whose outcome is the edge's (streams/runtime.py): ticks, tombstones, oversize copies.
-EDGE_KINDS: Final = frozenset(
-    {
-        "tombstone",
-        "value_about_1_mb",
-        "tick_not_json",
-        "tick_int64_max",
-        "tick_beyond_any_number",
-        "tick_string",
-        "tick_negative",
-        "tick_key_on_a_claim",
-    }
-)
 
 
 @functools.cache

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.feed import EDGE_KINDS, Outcome, feed, hostile_runtime
+from tests.support.feed import Outcome, feed, hostile_runtime
 from tests.support.hostile import (
     EXPECTS,
     KINDS,
@@ -51,8 +51,6 @@ def test_corpus_is_deterministic_for_a_seed() -> None:
 def test_every_hostile_record_is_handled_as_expected(kind: str) -> None:
     """Decided, dead-lettered, ignored as a redelivery or as a bad tick, as SPEC section 6 says."""
     problems = [(o.message.expect, o.problem()) for o in outcomes_of(kind) if o.problem()]
-    if problems and kind in EDGE_KINDS:
-        pytest.skip(f"handled by streams/runtime.py (the edge): {problems}")
     assert [] == problems
 
 
@@ -67,7 +65,7 @@ def test_hostile_records_in_any_order_never_raise(seed: int, repeat: int) -> Non
         if o.error is not None
         or not (o.decisions or o.dead_letters or {"duplicate", "bad_tick"} & set(o.events))
     ]
-    assert [] == [u for u in unhandled if u[0] not in EDGE_KINDS]
+    assert [] == unhandled
 
 
 def test_valid_claims_are_all_decided_and_none_dead_lettered() -> None:
