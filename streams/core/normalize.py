@@ -31,7 +31,8 @@ from streams.core.limits import (
     INT64_TEXT,
     MAX_MONEY_MINOR,
     MAX_NESTING,
-    describe_int,
+    clip,
+    describe,
     int_fits,
     number_problem,
 )
@@ -102,35 +103,29 @@ _MONEY_NAMES: Final = {"amount", "currency", "minor_units"}
 _QUANTITY_NAMES: Final = {"value", "unit"}
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _describe(value: object) -> str:
-    """Name a received value the way a JSON producer thinks of it: `number 12`, `string 'x'`."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {'true' if value else 'false'}"
-    if isinstance(value, int):
-        return f"number {describe_int(value)}"
-    if isinstance(value, float | Decimal):
-        return f"number {_clip(str(value))}"
-    if isinstance(value, str):
-        return f"string {_clip(repr(value))}"
+    """Name a received value the way a JSON producer thinks of it: `number 12`, `string 'x'`.
+
+    Scalars are named as `limits.describe` names them; a Decimal, an object or an array
+    is shown with its (clipped) text, which a type error in a value is easier to read by.
+    """
+    if isinstance(value, Decimal):
+        return f"number {clip(str(value))}"
     if isinstance(value, Mapping):
         try:
             text = json.dumps(value, sort_keys=True, default=str)
         except (TypeError, ValueError, RecursionError):
             return f"an object of {len(value)} key(s)"
-        return f"object {_clip(text)}"
+        return f"object {clip(text)}"
     if isinstance(value, list | tuple):
         try:
             text = json.dumps(value, default=str)
         except (TypeError, ValueError, RecursionError):
             return f"an array of {len(value)} item(s)"
-        return f"array {_clip(text)}"
-    return f"{type(value).__name__} {_clip(repr(value))}"
+        return f"array {clip(text)}"
+    if value is None or isinstance(value, bool | int | float | str):
+        return describe(value)
+    return f"{type(value).__name__} {clip(repr(value))}"
 
 
 def _float_of(value: object, what: str) -> float:
@@ -345,7 +340,7 @@ class _EnumNormalizer(_Base):
                 self.exact[value] = found  # remember this spelling (bounded)
         if found is None:
             raise NormalizationError(
-                f"{_clip(repr(value))} is not one of the allowed values: {self.allowed}"
+                f"{clip(repr(value))} is not one of the allowed values: {self.allowed}"
             )
         return found
 
@@ -543,7 +538,7 @@ class _MoneyNormalizer(_Base):
             if amount != amount.to_integral_value():
                 raise NormalizationError(
                     f"an amount in minor units must be a whole number of {self.currency} "
-                    f"minor units, got {_clip(str(amount))}"
+                    f"minor units, got {clip(str(amount))}"
                 )
             return (self._minor(amount, raw), self.currency)
         try:
@@ -551,11 +546,11 @@ class _MoneyNormalizer(_Base):
         except Inexact:
             raise NormalizationError(
                 "the amount has too many digits to be exact: expected at most 200, "
-                f"got {_clip(str(amount))}"
+                f"got {clip(str(amount))}"
             ) from None
         if minor != minor.to_integral_value():
             raise NormalizationError(
-                f"{_clip(str(amount))} has more decimals than {self.currency} allows "
+                f"{clip(str(amount))} has more decimals than {self.currency} allows "
                 f"({self.precision})"
             )
         return (self._minor(minor, raw), self.currency)
