@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -84,8 +84,15 @@ class TableFacts(MutableMapping[str, FactState]):
     per step that touched the fact.
     """
 
-    def __init__(self, table: MutableMapping[bytes, bytes], cache_size: int = 50_000) -> None:
+    def __init__(
+        self,
+        table: MutableMapping[bytes, bytes],
+        cache_size: int = 50_000,
+        items_of: Callable[[int], Iterable[tuple[bytes, bytes]]] | None = None,
+    ) -> None:
         self.table = table
+        #: the entries of one partition, where the store can list them apart (else all)
+        self._items_of = items_of
         self._cache: OrderedDict[str, FactState] = OrderedDict()
         self._cache_size = cache_size
         self._dirty: set[str] = set()
@@ -147,7 +154,8 @@ class TableFacts(MutableMapping[str, FactState]):
 
     def states_of(self, partition: int) -> Iterator[FactState]:
         """Every stored fact of one partition."""
-        for key, raw in list(self.table.items()):
+        entries = self._items_of(partition) if self._items_of else self.table.items()
+        for key, raw in list(entries):
             if not key.startswith(b"\x00"):
                 state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
                 if state.partition == partition:

@@ -21,8 +21,9 @@ from streams.liveness import BrokerWatch, CrashBudget
 from streams.metrics import Metrics
 from streams.plans_agents import install_plans, plans_edge
 from streams.policy_file import load_policy
-from streams.runtime import Runtime
+from streams.runtime import Runtime, TableFacts
 from streams.settings import WorkerSettings, client_security
+from streams.store import partition_scan
 from streams.topics import TopicNames, ensure_topics
 from streams.verdicts_edge import VerdictsEdge
 
@@ -68,6 +69,7 @@ def run_worker(settings: WorkerSettings) -> None:
         names,
         settings.partitions,
         pipe.facts,
+        TableFacts(pipe.facts, items_of=partition_scan(pipe.facts)),
         lateness_us=int(settings.lateness_s * 1_000_000),
         wall_clock_us=lambda: int(time.time() * 1_000_000),
     )

@@ -104,6 +104,8 @@ class WorkerProcess:
     #: None: the worker's default store (rocksdb), as the README starts it
     store: str | None = None
     extra_args: tuple[str, ...] = ()
+    #: environment on top of the test's own (e.g. CLAIMWATCH_LOG_LEVEL)
+    extra_env: tuple[tuple[str, str], ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -143,7 +145,7 @@ class WorkerProcess:
             raise RuntimeError(f"worker {self.app_id}@{self.web_port} is already running")
         self.starts += 1
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **WORKER_ENV}
+        env = {**os.environ, **WORKER_ENV, **dict(self.extra_env)}
         env.pop("CLAIMWATCH_TOPIC_PREFIX", None)
         with self.log_path.open("ab") as log:
             log.write(f"\n===== start #{self.starts}: {' '.join(self.command())}\n".encode())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -424,10 +425,12 @@ def kill_stream(start: datetime) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("local_state", ["kept", "lost"])
 async def test_worker_killed_mid_stream_recovers(
-    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path, local_state: str
 ) -> None:
-    """SIGKILL mid-stream, restart: every fact's final decision equals the offline one."""
+    """SIGKILL mid-stream, restart (same data directory, or an empty one): final decisions
+    equal the offline ones; the store reads what it lacks of its changelogs in bulk."""
     policy = write_policy(tmp_path, KILL_POLICY)
     now = datetime.now(UTC)
     span = timedelta(milliseconds=10 * KILL_FACTS)
@@ -445,6 +448,9 @@ async def test_worker_killed_mid_stream_recovers(
         worker.kill(signal.SIGKILL)
         killed = time.monotonic()
         before_kill = len(reader.records)
+        if local_state == "lost":
+            shutil.rmtree(worker.data_dir)
+        worker.extra_env = (("CLAIMWATCH_LOG_LEVEL", "info"),)  # for the catch-up's log line
         await worker.launch()
         ready = time.monotonic()
         await reader.wait_for(has_facts(keys), 240.0, "a decision for every fact")
@@ -480,4 +486,5 @@ async def test_worker_killed_mid_stream_recovers(
     for key, decision_id in zip(map(fact_key, map(Record.json, records)), ids, strict=True):
         distinct.setdefault(key, set()).add(decision_id)
     assert {key: 1 for key in keys} == {key: len(found) for key, found in distinct.items()}
+    assert "changelog records of" in worker.log  # the bulk catch-up ran at the restart
     assert expected == {k: (d["decision_id"], d["outcome"], d["value"]) for k, d in finals.items()}

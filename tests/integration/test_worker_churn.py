@@ -132,12 +132,6 @@ async def running(*coroutines: Any) -> AsyncIterator[asyncio.Event]:
         await asyncio.gather(*tasks)
 
 
-@pytest.mark.xfail(
-    reason="issue 13 target not met yet: a join restores the changelog tail the other worker "
-    "wrote meanwhile (~3 records per claim) at Faust's recovery rate (~4k records/s idle, "
-    "less under this load); measured 6-15.4 s per change. Runs every time and prints figures.",
-    strict=False,
-)
 async def test_two_workers_join_and_leave_five_times_each_recovery_within_15s(
     workers: Workers, kafka_bootstrap: str
 ) -> None:
