@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-import signal
 import shutil
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -429,8 +429,7 @@ def kill_stream(start: datetime) -> list[dict[str, Any]]:
 async def test_worker_killed_mid_stream_recovers(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path, local_state: str
 ) -> None:
-    """SIGKILL mid-stream, restart (same data directory, or an empty one): final decisions
-    equal the offline ones; the store reads what it lacks of its changelogs in bulk."""
+    """SIGKILL mid-stream, restart on the same or an empty data directory: offline decisions."""
     policy = write_policy(tmp_path, KILL_POLICY)
     now = datetime.now(UTC)
     span = timedelta(milliseconds=10 * KILL_FACTS)
