@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install claimwatch with its dev tools (.venv/bin/claimwatch)
 
 run: $(STAMP) kafka-up ## start the worker on the local broker with the live demo (Ctrl-C stops it all)
-	$(BIN)/python -m streams.demo --policy $(POLICY)
+	$(BIN)/python -m streams.sim.demo --policy $(POLICY)
 
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
@@ -38,9 +38,10 @@ test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker in
 test-unit: $(STAMP) tools ## run only the tests that need no broker
 	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff
+lint: $(STAMP) ## ruff, and import-linter's layer contracts (pyproject.toml)
 	$(BIN)/ruff check streams schemas tests bench
 	$(BIN)/ruff format --check streams schemas tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP) ## mypy --strict on streams/ and schemas/
 	$(BIN)/mypy

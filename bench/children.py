@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streams.settings import env_bootstrap
+from streams.wire.kafka import env_bootstrap
 
 PARTITIONS = 4
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")

@@ -20,7 +20,7 @@ from typing import Any
 
 import faust
 
-from streams.settings import env_bootstrap
+from streams.wire.kafka import env_bootstrap
 
 #: events per batch (as the worker takes them)
 BATCH = 500

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from bench.children import PARTITIONS
-from streams.settings import env_bootstrap
+from streams.wire.kafka import env_bootstrap
 
 #: A message to produce: key, value, partition.
 Produced = tuple[bytes, bytes, int]

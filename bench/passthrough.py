@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.kafka_io import new_producer
-from streams.settings import env_bootstrap
+from streams.wire.kafka import env_bootstrap
 
 
 async def passthrough(spec: dict[str, Any]) -> None:

@@ -42,8 +42,8 @@ from bench.kafka_io import (
 )
 from bench.workload import POLICY, claims
 from streams.core.timeutil import format_rfc3339
-from streams.settings import env_bootstrap
-from streams.topics import TopicNames, ensure_topics, partition_for
+from streams.wire.kafka import env_bootstrap
+from streams.wire.topics import TopicNames, ensure_topics, partition_for
 
 CLAIMS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_CLAIMS", "50000"))
 FACTS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_FACTS", "10000"))

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import NOW, POLICY
-from streams.settings import env_bootstrap
-from streams.topics import TopicNames
+from streams.wire.kafka import env_bootstrap
+from streams.wire.topics import TopicNames
 
 #: Claims published to the topic that both topic sides read.
 TOPIC_CLAIMS = int(os.environ.get("CLAIMWATCH_BENCH_REPLAY_TOPIC_CLAIMS", "200000"))
@@ -42,7 +42,7 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 def _cli(*args: str) -> float:
     """Run one claimwatch command in this process (its output discarded); its seconds."""
-    from streams.cli import app
+    from streams.cli.main import app
 
     started = time.perf_counter()
     with _stdout_to_devnull():
@@ -88,7 +88,7 @@ async def _plain_read(topic: str) -> tuple[int, int]:
 
 def side(mode: str, target: str, claims: int) -> dict[str, Any]:
     """One side, timed in this process (imports excluded): figures of `claims` claims."""
-    import streams.cli  # noqa: F401  (imported before the clock starts, as for every side)
+    import streams.cli.main  # noqa: F401  (imported before the clock starts, as for every side)
 
     policy = str(POLICY)
     if mode == "file-replay":
@@ -139,7 +139,7 @@ async def _publish(prefix: str, count: int) -> int:
     """
     from bench.kafka_io import produce
     from bench.pipeline_bench import fresh_claims
-    from streams.topics import ensure_topics
+    from streams.wire.topics import ensure_topics
 
     names = TopicNames(prefix)
     await ensure_topics(env_bootstrap(), names, PARTITIONS)

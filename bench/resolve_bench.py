@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import NOW, POLICY
+from streams.audit.resolve_file import read_claims, resolve_batch
 from streams.core import normalize, units
 from streams.core.policy import CompiledPolicy, FieldRule, SourceView
 from streams.core.timeutil import parse_rfc3339
-from streams.offline import read_claims, resolve_batch
-from streams.policy_file import load_policy
+from streams.policy.loading import load_policy
 
 
 class UncachedPolicy(CompiledPolicy):
@@ -52,14 +52,14 @@ def run(mode: str, path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             batch = read_claims(handle, str(path))
         with open("/dev/null", "wb") as sink:
-            from streams.codec import dumps_line
+            from streams.wire.codec import dumps_line
 
             for record in resolve_batch(batch, policy, now):
                 sink.write(dumps_line(record))
     else:
         _uncached_normalizers()
         policy = UncachedPolicy(load_policy(POLICY).policy)
-        import streams.offline as offline
+        import streams.audit.resolve_file as offline
 
         offline.decode_claim = _stdlib_decode  # type: ignore[assignment]
         with path.open("rb") as handle:
@@ -80,8 +80,8 @@ def run(mode: str, path: Path) -> dict[str, Any]:
 
 
 def _stdlib_decode(raw: bytes | str) -> Any:
-    from streams.codec import DecodeError
     from streams.core.claim import EnvelopeError, claim_from_envelope
+    from streams.wire.codec import DecodeError
 
     try:
         return claim_from_envelope(json.loads(raw))

@@ -28,8 +28,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from bench.children import PARTITIONS, free_port, worker
-from streams.settings import env_bootstrap
-from streams.topics import TopicNames, ensure_topics, partition_for
+from streams.wire.kafka import env_bootstrap
+from streams.wire.topics import TopicNames, ensure_topics, partition_for
 
 FACTS = int(os.environ.get("CLAIMWATCH_BENCH_RESTART_FACTS", "100000"))
 POLICY = Path("examples/policy.yaml")

@@ -8,7 +8,7 @@ from bench.workload import POLICY, claims
 from streams.core.claim import claim_from_envelope
 from streams.core.processor import PartitionProcessor
 from streams.core.state import FactState
-from streams.policy_file import load_policy
+from streams.policy.loading import load_policy
 
 
 def measure(facts: int = 2000) -> dict[str, float]:

@@ -10,7 +10,7 @@ import pytest
 from streams.core.claim import Claim, claim_from_envelope
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import parse_rfc3339
-from streams.policy_file import load_policy
+from streams.policy.loading import load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_POLICY = ROOT / "examples" / "policy.yaml"

@@ -25,11 +25,11 @@ import aiohttp
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from streams.explain import explain
-from streams.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
-from streams.publisher import Publisher
-from streams.settings import env_bootstrap, env_prefix
-from streams.signing_keys import client_key
+from streams.audit.explain import explain
+from streams.client.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
+from streams.client.publisher import Publisher
+from streams.policy.signing_keys import client_key
+from streams.wire.kafka import env_bootstrap, env_prefix
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("get_invoice_status", "get_report_status")

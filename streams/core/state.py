@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any, Final
 
-from streams.core.claim import Claim, EnvelopeError, claim_from_envelope
+from streams.core.claim import Claim, EnvelopeError, claim_from_envelope, fact_key
 from streams.core.timeutil import format_rfc3339
 
 #: Short names of the envelope keys in stored state; other keys go under "x".
@@ -63,7 +63,7 @@ class FactState:
 
     @property
     def key(self) -> str:
-        return f"{self.subject}|{self.field}"
+        return fact_key(self.subject, self.field)
 
     def seen_hash(self, claim_id: str) -> str | None:
         """The content digest of a claim id this fact has seen, if any."""

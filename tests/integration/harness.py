@@ -32,8 +32,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams.publisher import Publisher
-from streams.topics import TopicNames
+from streams.client.publisher import Publisher
+from streams.wire.topics import TopicNames
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

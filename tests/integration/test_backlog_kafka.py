@@ -15,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams.topics import TopicNames, ensure_topics, partition_for
+from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.integration.harness import REPO, TopicReader, Workers, rfc3339, unique, write_policy
 
 pytest_plugins = ["tests.integration.harness"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streams.catchup import ChangelogRecord, Gap, catch_up
+from streams.worker.catchup import ChangelogRecord, Gap, catch_up
 from tests.integration.conftest import TopicFactory
 
 pytestmark = pytest.mark.kafka

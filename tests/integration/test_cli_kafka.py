@@ -18,7 +18,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams.topics import TopicNames, ensure_topics
+from streams.wire.topics import TopicNames, ensure_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -215,8 +215,8 @@ DECISION_LINE = re.compile(
 async def test_demo_runs_for_its_duration_prints_decisions_and_stops_its_worker(
     kafka_bootstrap: str, prefix: str, tmp_path: Path
 ) -> None:
-    """`python -m streams.demo --duration 20` prints live decisions, exits 0, leaves no worker."""
-    args = [sys.executable, "-m", "streams.demo", "--policy", str(POLICY), "--duration", "20"]
+    """`python -m streams.sim.demo --duration 20` prints decisions, exits 0, leaves no worker."""
+    args = [sys.executable, "-m", "streams.sim.demo", "--policy", str(POLICY), "--duration", "20"]
     args += ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
     args += ["--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
 

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.docs_client import DocsClient
-from streams.topics import partition_for
+from streams.client.docs_client import DocsClient
+from streams.wire.topics import partition_for
 from tests.integration.harness import (
     TopicReader,
     WorkerProcess,

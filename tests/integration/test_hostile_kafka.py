@@ -15,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.core.timeutil import parse_rfc3339
-from streams.topics import TopicNames
+from streams.wire.topics import TopicNames
 from tests.integration.harness import Record, TopicReader, Workers, rfc3339, write_policy
 from tests.support.hostile import HostileMessage, hostile_corpus, hostile_policy_yaml, valid_claims
 

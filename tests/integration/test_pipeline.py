@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 import pytest
 
+from streams.audit.resolve_file import Batch, read_claims, resolve_batch
+from streams.client.publisher import Publisher
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.offline import Batch, read_claims, resolve_batch
-from streams.policy_file import load_policy
-from streams.publisher import Publisher
-from streams.topics import TopicNames, ensure_topics, partition_for
+from streams.policy.loading import load_policy
+from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.integration.harness import (
     REPO,
     Record,

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from schemas.plan import StepStatusRecord
-from streams.topics import partition_for
+from streams.wire.topics import partition_for
 from tests.integration.harness import (
     Record,
     TopicReader,

@@ -20,14 +20,14 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams import replay_cmd
+from streams.audit.replay import Replayer
+from streams.cli import replay as replay_cmd
+from streams.client.publisher import Publisher
 from streams.core.freshness import stale_at
 from streams.core.timeutil import parse_rfc3339
-from streams.policy_file import load_policy
-from streams.publisher import Publisher
-from streams.replay import Replayer
-from streams.runtime import TICK_KEY
-from streams.topics import TopicNames, partition_for
+from streams.policy.loading import load_policy
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.edge import TICK_KEY
 from tests.integration.harness import (
     CLAIMWATCH,
     REPO,

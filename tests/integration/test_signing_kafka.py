@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from streams.client.publisher import Publisher
 from streams.core.signing import signed, verify
-from streams.publisher import Publisher
 from tests.integration.harness import (
     CLAIMWATCH,
     TopicReader,

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streams.topics import TopicNames, partition_for
+from streams.wire.topics import TopicNames, partition_for
 from tests.integration.harness import REPO, TopicReader, Workers, rfc3339, unique
 
 pytest_plugins = ["tests.integration.harness"]

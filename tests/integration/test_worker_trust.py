@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.topics import TopicNames
+from streams.wire.topics import TopicNames
 from tests.integration.harness import (
     REPO,
     TopicReader,

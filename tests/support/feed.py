@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from streams.codec import loads
 from streams.core.policy import CompiledPolicy
-from streams.policy_file import parse_policy
-from streams.runtime import Runtime
-from streams.topics import TopicNames, partition_for
+from streams.policy.loading import parse_policy
+from streams.wire.codec import loads
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.claims.edge import Runtime
 from tests.support.hostile import HostileMessage, hostile_policy_yaml
 
 NAMES: Final = TopicNames("hostile.")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.alerting import FACT_SEP, AlertRuntime
-from streams.codec import dumps
 from streams.core.policy import CompiledPolicy
-from streams.runtime import tick_value
+from streams.wire.codec import dumps
+from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
+from streams.worker.edge import tick_value
 from tests.unit.test_alerts import REPLICA, SECOND, T0, Facts
 
 FIELD = "payment_status"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streams.argue_io import (
+from streams.audit.argue import (
     ArgueFormatError,
     detect_format,
     read_apx,

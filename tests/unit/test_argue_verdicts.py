@@ -82,7 +82,7 @@ def _at(seconds: float) -> int:
 
 def test_policy_without_argumentation_section_stays_valid() -> None:
     """The example policy has no argumentation section and gets the defaults."""
-    from streams.policy_file import load_policy
+    from streams.policy.loading import load_policy
 
     policy = load_policy(ROOT / "examples" / "policy.yaml").policy
     assert ([], "grounded", 10 * SECOND) == (

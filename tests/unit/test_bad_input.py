@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.policy import FieldPolicy
-from streams.codec import DecodeError, decode_claim, dumps
 from streams.core.claim import EnvelopeError, claim_from_envelope
 from streams.core.limits import INT64_MAX, INT64_MIN, MAX_NESTING, describe_int, scan
 from streams.core.normalize import NormalizationError, canonical
@@ -20,7 +19,8 @@ from streams.core.resolve import resolve
 from streams.core.signing import verify
 from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
-from streams.policy_file import parse_policy
+from streams.policy.loading import parse_policy
+from streams.wire.codec import DecodeError, decode_claim, dumps
 from tests.support.feed import feed, hostile_policy, hostile_runtime
 from tests.support.hostile import LATENESS_US, T0, HostileMessage, hostile_policy_yaml
 

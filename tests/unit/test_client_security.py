@@ -7,8 +7,8 @@ import ssl
 import faust
 import pytest
 
-from streams.app import _credentials
-from streams.settings import client_security
+from streams.wire.kafka import client_security
+from streams.worker.app import _credentials
 
 _VARS = (
     "CLAIMWATCH_SECURITY_PROTOCOL",

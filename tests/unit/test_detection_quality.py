@@ -26,8 +26,8 @@ from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import claim_from_envelope
 from streams.core.processor import PartitionProcessor, StepResult
 from streams.core.timeutil import parse_rfc3339
-from streams.policy_file import load_policy
-from streams.simulate import HOUR, LAG_DELAY_US, MINUTE, SECOND, Traffic, plan, simulate
+from streams.policy.loading import load_policy
+from streams.sim.simulate import HOUR, LAG_DELAY_US, MINUTE, SECOND, Traffic, plan, simulate
 from tests.conftest import EXAMPLE_POLICY
 
 SEEDS = range(20)

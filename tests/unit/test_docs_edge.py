@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from streams.docs_edge import DocsEdge, head_key, version_key
-from streams.topics import TopicNames, partition_for
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.docs.edge import DocsEdge, head_key, version_key
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

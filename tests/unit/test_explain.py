@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 import pytest
 
+from streams.audit.explain import explain
 from streams.core.claim import claim_from_envelope
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
-from streams.explain import explain
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 NOW = "2026-09-14T09:12:30Z"

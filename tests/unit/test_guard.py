@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from streams.guard import Record, RecordGuard, internal_error_reason
-from streams.metrics import Metrics
-from streams.runtime import DLQ_MAX_BYTES, Outgoing
-from streams.topics import TopicNames
+from streams.wire.topics import TopicNames
+from streams.worker.edge import DLQ_MAX_BYTES, Outgoing, Record, RecordGuard, internal_error_reason
+from streams.worker.metrics import Metrics
 from tests.unit.test_processor import policy_with
 
 NAMES = TopicNames("g.")

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from streams.app import default_instance_id, state_dir
-from streams.liveness import BrokerWatch, CrashBudget, agent_problems, health_reasons
-from streams.settings import WorkerSettings
-from streams.store import store_url
+from streams.worker.app import default_instance_id, state_dir
+from streams.worker.liveness import BrokerWatch, CrashBudget, agent_problems, health_reasons
+from streams.worker.settings import WorkerSettings
+from streams.worker.store import store_url
 
 
 class FakeClock:

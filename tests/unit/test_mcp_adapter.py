@@ -12,8 +12,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from schemas.claim import ClaimEnvelope
-from streams.core.signing import verify
-from streams.mcp_adapter import (
+from streams.client.mcp_adapter import (
     MappingError,
     ToolMapping,
     call_tool_claim,
@@ -21,6 +20,7 @@ from streams.mcp_adapter import (
     load_mappings,
     parse_mappings,
 )
+from streams.core.signing import verify
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp"
 NOW = "2026-09-14T09:12:00Z"

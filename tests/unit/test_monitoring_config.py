@@ -83,8 +83,8 @@ def test_rules_and_dashboard_name_only_metrics_the_worker_defines() -> None:
     Labelled series with no child yet (claimwatch_agent_crashes_total before a crash) have no
     sample in a scrape, so the names come from the registry's families, not from the samples.
     """
-    from streams.metrics import Metrics
-    from streams.policy_file import load_policy
+    from streams.policy.loading import load_policy
+    from streams.worker.metrics import Metrics
 
     defined: set[str] = set()
     for family in Metrics(load_policy("examples/policy.yaml")).registry.collect():
@@ -106,7 +106,7 @@ def test_worker_stalled_reads_the_lag_of_the_claims_topic_only(prefix: str) -> N
 
     Prometheus anchors the regex; so does `re.fullmatch`.
     """
-    from streams.topics import TopicNames
+    from streams.wire.topics import TopicNames
 
     pattern = re.search(r'topic=~"([^"]+)"', rule("ClaimwatchWorkerStalled")["expr"])
     assert pattern is not None

@@ -8,10 +8,11 @@ from typing import Any
 import orjson
 import pytest
 
-from streams import offline, replay
+from streams.audit import replay
+from streams.audit import resolve_file as offline
+from streams.audit.replay import replay_lines
+from streams.audit.resolve_file import read_claims, resolve_batch
 from streams.core.timeutil import format_rfc3339
-from streams.offline import read_claims, resolve_batch
-from streams.replay import replay_lines
 from tests.support.feed import hostile_policy
 from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hostile_policy_yaml
 from tests.unit.test_cli import _run

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from streams.plans_edge import PLAN_PREFIX, PlansEdge, PlansHandled
-from streams.runtime import Outgoing
-from streams.topics import TopicNames, partition_for
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.edge import Outgoing
+from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge, PlansHandled
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

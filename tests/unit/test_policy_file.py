@@ -10,7 +10,8 @@ import pytest
 from schemas.durations import UNTIL_EDITED, US_PER_MS, US_PER_S
 from schemas.policy import Authority
 from streams.core.policy import CompiledPolicy
-from streams.policy_file import MAX_POLICY_BYTES, PolicyError, load_policy, parse_policy
+from streams.policy.loading import load_policy, parse_policy
+from streams.policy.source import MAX_POLICY_BYTES, PolicyError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"
 

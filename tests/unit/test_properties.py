@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from schemas.durations import US_PER_S
 from schemas.policy import RANK, Authority
-from streams.codec import dumps
 from streams.core.claim import Claim, claim_from_envelope
 from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
-from streams.policy_file import load_policy
+from streams.policy.loading import load_policy
+from streams.wire.codec import dumps
 
 POLICY = load_policy(Path(__file__).resolve().parents[2] / "examples" / "policy.yaml")
 NOW_US = parse_rfc3339("2026-09-14T09:12:30Z")

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.topics import partition_for
+from streams.wire.topics import partition_for
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "examples" / "policy.yaml"

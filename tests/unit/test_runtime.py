@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import orjson
 
-from streams.codec import loads
 from streams.core.timeutil import format_rfc3339
-from streams.runtime import Runtime
-from streams.topics import TopicNames, partition_for
+from streams.wire.codec import loads
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.claims.edge import Runtime
 from tests.unit.test_processor import SECOND, T0, policy_with
 
 NAMES = TopicNames("t.")

@@ -11,9 +11,9 @@ from schemas.policy import Policy
 from streams.core.policy import CompiledPolicy
 from streams.core.signing import signed
 from streams.core.timeutil import format_rfc3339
-from streams.metrics import dlq_reason_label
-from streams.runtime import Handled, Runtime
-from streams.topics import TopicNames, partition_for
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.claims.edge import Handled, Runtime
+from streams.worker.metrics import dlq_reason_label
 from tests.unit.test_processor import SECOND, T0
 
 NAMES = TopicNames("t.")
@@ -105,7 +105,7 @@ def test_sources_not_named_in_signing_are_decided_unsigned() -> None:
 
 def test_replay_of_a_file_applies_the_same_check() -> None:
     """`claimwatch replay` decides only the genuine claim, as the worker did."""
-    from streams.replay import Replayer
+    from streams.audit.replay import Replayer
 
     replayer = Replayer(signing_runtime().policy, 4)
     for number, case in enumerate(sorted(FORGERIES), start=1):

@@ -6,16 +6,9 @@ import hashlib
 
 import pytest
 
-from streams.runtime import (
-    CLOCK_PREFIX,
-    DLQ_MAX_BYTES,
-    TICK_KEY,
-    Runtime,
-    dead_letter,
-    tick_time,
-    tick_value,
-)
-from streams.topics import TopicNames, partition_for
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.claims.edge import CLOCK_PREFIX, Runtime
+from streams.worker.edge import DLQ_MAX_BYTES, TICK_KEY, dead_letter, tick_time, tick_value
 from tests.unit.test_processor import SECOND, T0, policy_with
 from tests.unit.test_runtime import NAMES, claim_bytes, decisions
 

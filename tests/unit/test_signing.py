@@ -11,12 +11,13 @@ import orjson
 import pytest
 
 from schemas.policy import Policy
+from streams.audit.resolve_file import read_claims
+from streams.client.publisher import InvalidClaim, validate
 from streams.core.policy import CompiledPolicy
 from streams.core.signing import canonical_bytes, sign, signature_problem, signed, verify
-from streams.offline import read_claims
-from streams.policy_file import PolicyError, load_policy
-from streams.publisher import InvalidClaim, validate
-from streams.signing_keys import client_key, load_signing_keys
+from streams.policy.loading import load_policy
+from streams.policy.signing_keys import client_key, load_signing_keys
+from streams.policy.source import PolicyError
 
 KEY = b"ledger-secret"
 

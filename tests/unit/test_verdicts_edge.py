@@ -8,9 +8,9 @@ from schemas.policy import Policy
 from streams.core.argue import VerdictArgument
 from streams.core.argue.verdicts import VerdictConfig
 from streams.core.timeutil import format_rfc3339
-from streams.runtime import TICK_KEY, tick_value
-from streams.topics import TopicNames, partition_for
-from streams.verdicts_edge import VerdictsEdge
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.edge import TICK_KEY, tick_value
+from streams.worker.verdicts.edge import VerdictsEdge
 from tests.unit.test_argue_verdicts import BASELINE, PII, POLICY, SECOND, T0
 
 NAMES = TopicNames("t.")

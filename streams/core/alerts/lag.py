@@ -9,6 +9,7 @@ from schemas.durations import UNTIL_EDITED
 from schemas.policy import ReplicaLagAlert
 from streams.core.alerts.lag_state import FactTrack, LagState, OwnerValue, SourceTrack
 from streams.core.alerts.shape import Alert, alert_id
+from streams.core.claim import fact_key
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import CompiledPolicy, FieldRule, is_owner
 from streams.core.timeutil import TimestampError, format_rfc3339, parse_rfc3339
@@ -80,7 +81,7 @@ class ReplicaLag:
     def _observe(
         self, state: LagState, rule: FieldRule, decision: Mapping[str, Any], now: int
     ) -> None:
-        key = f"{decision['subject']}|{state.field}"
+        key = fact_key(decision["subject"], state.field)
         fact = state.facts.pop(key, None) or FactTrack(touched=now)
         claims: Sequence[Mapping[str, Any]] = decision.get("claims") or ()
         known = set(fact.ids)

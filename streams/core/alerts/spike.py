@@ -11,6 +11,7 @@ from typing import Any, Final
 from schemas.policy import ConflictSpikeAlert
 from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id
 from streams.core.alerts.stats import poisson_sf
+from streams.core.claim import fact_key
 from streams.core.timeutil import format_rfc3339
 
 KIND: Final = "conflict_spike"
@@ -108,7 +109,7 @@ class ConflictSpike:
             clock = state.clock if state.clock is not None else now_us
             state.window_start = clock - clock % self.window_us
         state.decisions += 1
-        fact = f"{decision['subject']}|{name}"
+        fact = fact_key(decision["subject"], name)
         if decision.get("outcome") == "conflict":
             entering = fact not in state.in_conflict
             state.in_conflict.pop(fact, None)

@@ -7,9 +7,9 @@ from itertools import combinations
 from typing import Final
 
 from schemas.policy import FieldPolicy
-from streams.core.normalize import _StringNormalizer
 from streams.core.text.compare import Verdict, compare_passages
 from streams.core.text.tokenize import Passage, analyze
+from streams.core.values.strings import _StringNormalizer
 
 
 class TextNormalizer(_StringNormalizer):

@@ -1,0 +1,153 @@
+"""Resolve a JSON-lines file of claims without Kafka: one decision per fact, sorted by fact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.core.claim import Claim
+from streams.core.limits import clip
+from streams.core.policy import CompiledPolicy
+from streams.core.resolve import resolve
+from streams.core.signing import signature_problem
+from streams.wire.codec import DecodeError, decode_claim, dumps
+
+
+@dataclass(slots=True)
+class LineError:
+    """A line that was not resolved, with the reason."""
+
+    source: str
+    line: int
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.key}: {self.reason}"
+
+
+@dataclass(slots=True)
+class Batch:
+    """Claims grouped by fact, in first-seen order, plus the lines that were refused."""
+
+    facts: dict[tuple[str, str], list[Claim]] = field(default_factory=dict)
+    errors: list[LineError] = field(default_factory=list)
+    claims: int = 0
+    #: where each kept claim came from: (subject, field, claim_id) -> (source, line)
+    lines: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
+
+
+def internal_error(exc: BaseException) -> str:
+    """The reason for a record whose handling failed: `internal_error: <type>: <message>`."""
+    return f"internal_error: {type(exc).__name__}: {clip(str(exc), 200)}"
+
+
+def read_claims(
+    lines: Iterable[bytes | str], source: str = "<stdin>", policy: CompiledPolicy | None = None
+) -> Batch:
+    """Decode JSON lines; a malformed line or a reused claim_id with new content is an error.
+
+    With a `policy`, a claim of a source it requires to sign that lacks a valid signature
+    is an error too, and its claim_id stays free (as in the worker). Whatever goes wrong
+    with one line is that line's error: the other lines are read as usual.
+    """
+    batch = Batch()
+    seen: dict[tuple[str, str, str], Any] = {}
+    for number, raw in enumerate(lines, start=1):
+        try:
+            _read_line(batch, seen, raw, source, number, policy)
+        except Exception as exc:  # one guard per line: a bug costs this line, not the file
+            batch.errors.append(LineError(source, number, "claim", internal_error(exc)))
+    return batch
+
+
+def _read_line(
+    batch: Batch,
+    seen: dict[tuple[str, str, str], Any],
+    raw: bytes | str,
+    source: str,
+    number: int,
+    policy: CompiledPolicy | None,
+) -> None:
+    if not raw.strip():
+        return
+    try:
+        claim = decode_claim(raw)
+    except DecodeError as exc:
+        batch.errors.append(LineError(source, number, "claim", str(exc)))
+        return
+    unsigned = signature_problem(policy, claim.envelope) if policy is not None else None
+    if unsigned is not None:
+        batch.errors.append(LineError(source, number, "signature", unsigned))
+        return
+    ident = (claim.subject, claim.field, claim.claim_id)
+    previous = seen.get(ident)
+    if previous is not None:
+        if previous != claim.envelope:
+            batch.errors.append(
+                LineError(
+                    source,
+                    number,
+                    "claim_id",
+                    f"{claim.claim_id!r} was already used for this fact with other content",
+                )
+            )
+        return
+    seen[ident] = claim.envelope
+    batch.claims += 1
+    batch.facts.setdefault((claim.subject, claim.field), []).append(claim)
+    batch.lines[ident] = (source, number)
+
+
+def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[dict[str, Any]]:
+    """One decision per fact, all claims of a fact taken as one observation at `now_us`.
+
+    Every record yielded encodes. Should deciding a fact fail, each of its claims is tried
+    alone: the lines whose claim fails alone become errors (`internal_error: ...`) and the
+    fact is decided without them; when the fault is in no single claim, all its lines are.
+    The errors end up in `batch.errors`, sorted by line, once the iteration is done.
+    """
+    for key in sorted(batch.facts):
+        record = _decide_fact(batch, batch.facts[key], policy, now_us)
+        if record is not None:
+            yield record
+    batch.errors.sort(key=lambda e: (e.source, e.line))
+
+
+def _decide_fact(
+    batch: Batch, claims: list[Claim], policy: CompiledPolicy, now_us: int
+) -> dict[str, Any] | None:
+    """The fact's decision; on a failure, the decision without the claims that cause it."""
+    try:
+        return _decided(claims, policy, now_us)
+    except Exception as exc:
+        failure: Exception = exc
+    kept: list[Claim] = []
+    for claim in claims:
+        try:
+            _decided([claim], policy, now_us)
+        except Exception as exc:
+            batch.errors.append(_claim_error(batch, claim, exc))
+        else:
+            kept.append(claim)
+    if kept:
+        try:
+            return _decided(kept, policy, now_us)
+        except Exception as exc:
+            failure = exc
+    for claim in kept:
+        batch.errors.append(_claim_error(batch, claim, failure))
+    return None
+
+
+def _decided(claims: list[Claim], policy: CompiledPolicy, now_us: int) -> dict[str, Any]:
+    """The decision of one fact, checked to encode (the caller writes it next)."""
+    record = resolve(claims, policy, now_us)
+    dumps(record)
+    return record
+
+
+def _claim_error(batch: Batch, claim: Claim, exc: BaseException) -> LineError:
+    source, line = batch.lines.get((claim.subject, claim.field, claim.claim_id), ("?", 0))
+    return LineError(source, line, "claim", internal_error(exc))

@@ -1,0 +1,1 @@
+"""The `claimwatch` command line: one module per command."""

@@ -1,0 +1,186 @@
+"""Audit commands: `claimwatch replay` and `claimwatch explain`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+from aiokafka.errors import KafkaError
+from rich.console import Console
+
+from streams.audit.diff import diff
+from streams.audit.explain import explain as render
+from streams.cli.common import fail
+from streams.cli.replay import (
+    ReplayRequest,
+    decision_lines,
+    print_diff,
+    recorded_decisions,
+    refuse_live_topic,
+    replay_alerts,
+    replay_file,
+    replay_topic,
+    write_topic,
+)
+from streams.core.timeutil import TimestampError, parse_rfc3339
+from streams.policy.loading import load_policy
+from streams.policy.source import MAX_POLICY_BYTES, PolicyError
+from streams.wire.codec import dumps_line
+from streams.wire.kafka import env_prefix
+from streams.wire.topics import TopicNames
+
+
+def _ms(raw: str | None, flag: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return parse_rfc3339(raw) // 1000
+    except TimestampError as exc:
+        fail(f"{flag}: {exc}", 2)
+
+
+def replay(
+    policy: Annotated[Path, typer.Option("--policy", "-p", help="policy YAML to decide under")],
+    input: Annotated[Path | None, typer.Option("--input", help="JSON-lines claims file")] = None,
+    from_beginning: Annotated[
+        bool, typer.Option(help="read the claims topic from its start")
+    ] = False,
+    since: Annotated[str | None, typer.Option("--from", help="RFC 3339 start (topic)")] = None,
+    until: Annotated[str | None, typer.Option("--to", help="RFC 3339 end (topic)")] = None,
+    topic: Annotated[
+        str | None, typer.Option(help="claims topic (default: <prefix>claims)")
+    ] = None,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of the live topics")] = None,
+    partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
+    out: Annotated[str, typer.Option("--out", help="decisions JSON lines: FILE or -")] = "-",
+    to_topic: Annotated[str | None, typer.Option(help="also send decisions to this topic")] = None,
+    alerts: Annotated[
+        Path | None, typer.Option("--alerts", help="write the detectors' alerts here (JSONL)")
+    ] = None,
+    diff_against: Annotated[
+        str | None, typer.Option(help="recorded decisions: JSON-lines FILE or TOPIC")
+    ] = None,
+    changes: Annotated[Path | None, typer.Option(help="write the change list here")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="resume a topic replay")] = None,
+    max_policy_bytes: Annotated[
+        int, typer.Option("--max-policy-bytes", min=1, help="refuse a larger policy file (bytes)")
+    ] = MAX_POLICY_BYTES,
+) -> None:
+    """Re-decide a claim stream under a policy, on the partition clock, and diff it."""
+    # aiokafka logs transient metadata errors (an output topic being auto-created) at ERROR;
+    # real failures raise and are reported below as one line with exit 1
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    try:
+        compiled = load_policy(policy, max_bytes=max_policy_bytes)
+    except PolicyError as exc:
+        fail(str(exc), 2)
+    prefix = topic_prefix if topic_prefix is not None else env_prefix()
+    if (input is None) == (not (from_beginning or since)):
+        fail("give either --input FILE or --from-beginning / --from TIME", 2)
+    if to_topic is not None:
+        try:
+            refuse_live_topic(to_topic, prefix)
+        except ValueError as exc:
+            fail(str(exc), 2)
+    if checkpoint is not None and out == "-":
+        fail("--checkpoint needs --out FILE (the output is resumed too)", 2)
+    if input is not None:
+        try:
+            input.open("rb").close()
+        except OSError as exc:
+            fail(f"{input}: cannot read: {exc.strerror or exc}", 2)
+    req = ReplayRequest(
+        policy=compiled,
+        input=input,
+        topic=topic or TopicNames(prefix).claims,
+        since_ms=_ms(since, "--from"),
+        until_ms=_ms(until, "--to"),
+        bootstrap=bootstrap,
+        partitions=partitions,
+        out=None if out == "-" else Path(out),
+        to_topic=to_topic,
+        diff_against=diff_against,
+        changes=changes,
+        checkpoint=checkpoint,
+        live_prefix=prefix,
+        alerts=alerts,
+    )
+    try:
+        refused = _run_replay(req)
+    except (KafkaError, RuntimeError) as exc:  # RuntimeError: the claims topic does not exist
+        fail(str(exc) or type(exc).__name__, 1)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _run_replay(req: ReplayRequest) -> bool:
+    """Replay, write the outputs and the diff; True when input lines were refused."""
+    input, checkpoint, to_topic = req.input, req.checkpoint, req.to_topic
+    bootstrap, diff_against, changes = req.bootstrap, req.diff_against, req.changes
+    sink: IO[bytes]
+    if req.out is None:
+        sink = sys.stdout.buffer
+    else:
+        mode = "r+b" if checkpoint is not None and checkpoint.exists() else "wb"
+        sink = req.out.open(mode)
+    try:
+        if input is not None:
+            result = replay_file(req, sink)
+        else:
+            result = asyncio.run(replay_topic(req, sink))
+    finally:
+        sink.flush()
+        if sink is not sys.stdout.buffer:
+            sink.close()
+    if checkpoint is not None and checkpoint.exists():
+        checkpoint.unlink()
+    for error in result.errors:
+        typer.echo(f"claimwatch: {error}", err=True)
+    if to_topic is not None:
+        asyncio.run(write_topic(to_topic, result.decisions, bootstrap))
+    if req.alerts is not None:
+        with req.alerts.open("wb") as handle:
+            for alert in replay_alerts(req.policy, result.decisions):
+                handle.write(dumps_line(alert))
+    if diff_against is not None:
+        report = diff(recorded_decisions(diff_against, bootstrap), result.decisions)
+        print_diff(report, Console(stderr=True))
+        if changes is not None:
+            with changes.open("wb") as handle:
+                for change in report.changes:
+                    handle.write(dumps_line(change))
+    return bool(result.errors)
+
+
+def explain(
+    decision_id: Annotated[str, typer.Argument(help="the decision_id to explain")],
+    source: Annotated[
+        str | None, typer.Option("--from", help="decisions JSON-lines FILE or TOPIC")
+    ] = None,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+) -> None:
+    """Render a decision in plain language from its record."""
+    where = source or TopicNames(env_prefix()).decisions
+    piped = source is None and not sys.stdin.isatty()
+    try:
+        if piped:
+            records = decision_lines(sys.stdin.buffer, "<stdin>")
+        else:
+            records = recorded_decisions(where, bootstrap)
+    except RuntimeError as exc:  # a line that is not a decision: FILE:LINE: reason
+        fail(str(exc), 1)
+    found = next((r for r in records if r.get("decision_id") == decision_id), None)
+    if found is None:
+        fail(f"no decision {decision_id} in {'stdin' if piped else where}", 1)
+    try:
+        text = render(found)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        message = f"decision {decision_id} is not a complete decision record ({reason})"
+        fail(message, 1)
+    typer.echo(text)

@@ -1,0 +1,42 @@
+"""`claimwatch resolve`: decide a file of claims offline, one decision per fact."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from streams.audit.resolve_file import read_claims, resolve_batch
+from streams.cli.common import (
+    MaxPolicyBytesOption,
+    PolicyOption,
+    now_or_fail,
+    open_input,
+    policy_or_fail,
+)
+from streams.policy.source import MAX_POLICY_BYTES
+from streams.wire.codec import dumps_line
+
+
+def resolve(
+    policy: PolicyOption,
+    file: Annotated[str, typer.Argument(help="JSON-lines claims; - or nothing for stdin")] = "-",
+    now: Annotated[
+        str | None, typer.Option(help="RFC 3339 clock time of the observation (default: now)")
+    ] = None,
+    max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
+) -> None:
+    """Resolve JSON-lines claims: one decision per fact, sorted by (subject, field)."""
+    compiled = policy_or_fail(policy, max_policy_bytes)
+    now_us = now_or_fail(now)
+    with open_input(file) as (handle, name):
+        batch = read_claims(handle, name, compiled)
+    out = sys.stdout.buffer
+    for record in resolve_batch(batch, compiled, now_us):
+        out.write(dumps_line(record))
+    out.flush()
+    for error in batch.errors:
+        typer.echo(f"claimwatch: {error}", err=True)
+    if batch.errors:
+        raise typer.Exit(1)

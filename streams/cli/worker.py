@@ -1,0 +1,64 @@
+"""`claimwatch worker`: run the stream worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from streams.cli.common import (
+    MaxPolicyBytesOption,
+    PolicyOption,
+    policy_or_fail,
+)
+from streams.policy.source import MAX_POLICY_BYTES
+from streams.worker.settings import WorkerSettings
+
+
+def worker(
+    policy: PolicyOption,
+    bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
+    topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
+    web_port: Annotated[int, typer.Option(help="HTTP port (/metrics, /health, /facts)")] = 6066,
+    partitions: Annotated[int, typer.Option(help="partitions of the claims topic")] = 4,
+    store: Annotated[str, typer.Option(help="table store: rocksdb:// or memory://")] = "rocksdb://",
+    data_dir: Annotated[Path, typer.Option(help="where the table store lives")] = Path(
+        ".cache/worker"
+    ),
+    app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
+    standby_replicas: Annotated[
+        int, typer.Option(help="warm standby copies of each table partition on other workers")
+    ] = 0,
+    health_broker_timeout: Annotated[
+        float, typer.Option(help="/health is 503 once the broker has not answered this long (s)")
+    ] = 30.0,
+    instance_id: Annotated[
+        str | None,
+        typer.Option(help="static group member id (default: host:web-port:app-id)"),
+    ] = None,
+    max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
+) -> None:
+    """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
+    # imported here, not at the top: Faust takes about a second to import, and every other
+    # command (registered beside this one) would pay for it at each start
+    from streams.worker.run import run_worker
+
+    policy_or_fail(policy, max_policy_bytes)  # a bad policy: exit 2 before connecting anywhere
+    settings = WorkerSettings(
+        policy_path=policy,
+        web_port=web_port,
+        partitions=partitions,
+        store=store,
+        data_dir=data_dir,
+        app_id=app_id,
+        standby_replicas=standby_replicas,
+        health_broker_timeout_s=health_broker_timeout,
+        instance_id=instance_id,
+        max_policy_bytes=max_policy_bytes,
+    )
+    if bootstrap:
+        settings.bootstrap = bootstrap
+    if topic_prefix is not None:
+        settings.prefix = topic_prefix
+    run_worker(settings)

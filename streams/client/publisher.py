@@ -1,0 +1,92 @@
+"""The agent-side publisher: validate claims with the pydantic model and send them keyed by fact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaProducer
+from pydantic import ValidationError
+
+from schemas.claim import ClaimEnvelope
+from streams.core.signing import signed
+from streams.wire.kafka import client_security, env_bootstrap, env_prefix
+from streams.wire.topics import TopicNames
+
+
+class InvalidClaim(ValueError):
+    """A claim the publisher refuses to send; the message says which key and why."""
+
+
+def validate(
+    claim: Mapping[str, Any] | ClaimEnvelope, signing_key: bytes | None = None
+) -> tuple[bytes, bytes]:
+    """(key, value) of a claim after validation; signed (HMAC-SHA256) when given a key."""
+    try:
+        model = claim if isinstance(claim, ClaimEnvelope) else ClaimEnvelope.model_validate(claim)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(p) for p in error["loc"]) or "claim"
+        raise InvalidClaim(f"{key}: {error['msg']}") from None
+    payload = (
+        dict(claim)
+        if not isinstance(claim, ClaimEnvelope)
+        else model.model_dump(mode="json", exclude_none=True)
+    )
+    value = orjson.dumps(payload)
+    if signing_key is not None:
+        # sign exactly what the worker will decode: the JSON value, not the Python objects
+        try:
+            value = orjson.dumps(signed(orjson.loads(value), signing_key))
+        except ValueError as exc:
+            raise InvalidClaim(f"claim: cannot be signed: {exc}") from None
+    return model.fact_key().encode(), value
+
+
+class Publisher:
+    """Async claim publisher (aiokafka); use as `async with Publisher() as pub:`."""
+
+    def __init__(
+        self,
+        bootstrap: str | None = None,
+        prefix: str | None = None,
+        *,
+        signing_key: bytes | None = None,
+        **producer: Any,
+    ) -> None:
+        self.names = TopicNames(prefix if prefix is not None else env_prefix())
+        #: when set, every claim is signed with it (the policy's `signing` key of its source)
+        self.signing_key = signing_key
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap or env_bootstrap(),
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            **{**client_security(), **producer},
+        )
+
+    async def __aenter__(self) -> Publisher:
+        await self._producer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._producer.stop()
+
+    async def publish(self, claim: Mapping[str, Any] | ClaimEnvelope) -> None:
+        """Validate and send one claim (buffered; `flush` or leaving the block waits)."""
+        key, value = validate(claim, self.signing_key)
+        await self._producer.send(self.names.claims, value=value, key=key)
+
+    async def publish_many(self, claims: Iterable[Mapping[str, Any]]) -> int:
+        """Send several claims; returns how many were sent."""
+        sent = 0
+        for claim in claims:
+            await self.publish(claim)
+            sent += 1
+        await self._producer.flush()
+        return sent
+
+    async def flush(self) -> None:
+        """Wait until every buffered claim is acknowledged."""
+        await self._producer.flush()

@@ -1,0 +1,1 @@
+"""Claim values per field type: one module per kind of value, joined in `registry`."""

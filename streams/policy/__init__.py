@@ -1,0 +1,1 @@
+"""The policy file: reading YAML with line numbers, compiling it, signing keys."""

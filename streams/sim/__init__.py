@@ -1,0 +1,1 @@
+"""The traffic simulator and the demo."""

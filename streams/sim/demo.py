@@ -1,0 +1,297 @@
+"""The live demo of `make run`: a worker, simulated agents, and every decision as it is made."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import secrets
+import signal
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
+from rich.console import Console
+from rich.text import Text
+
+from streams.client.decisions import OUTCOME_STYLES, DecisionTail, TopicMissing, display_value
+from streams.client.publisher import Publisher
+from streams.policy.loading import load_policy
+from streams.policy.source import PolicyError
+from streams.sim.demo_agents import Simulation
+from streams.wire.kafka import client_security, env_bootstrap
+from streams.wire.topics import TopicNames
+
+ACTION_STYLES = {"proceed": "green", "degrade": "yellow", "escalate": "red"}
+READY_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 20.0
+
+
+class DemoError(RuntimeError):
+    """The demo cannot go on (the worker did not start, or died)."""
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m streams.sim.demo", description=__doc__)
+    parser.add_argument("--policy", type=Path, default=Path("examples/policy.yaml"))
+    parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap host:port")
+    parser.add_argument("--topic-prefix", default="demo.", help="prefix of the demo's topics")
+    parser.add_argument("--web-port", type=int, default=6066, help="the worker's HTTP port")
+    parser.add_argument("--data-dir", type=Path, default=Path(".cache/demo"))
+    parser.add_argument("--invoices", type=int, default=5, help="invoices open at a time")
+    parser.add_argument(
+        "--duration", type=float, default=None, help="stop after the agents ran this many seconds"
+    )
+    return parser.parse_args(argv)
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _worker_command(args: argparse.Namespace, bootstrap: str, app_id: str) -> list[str]:
+    script = Path(sys.executable).with_name("claimwatch")
+    fallback = [sys.executable, "-c", "from streams.cli.main import main; main()"]
+    head = [str(script)] if script.exists() else fallback
+    return [
+        *head,
+        "worker",
+        "--policy",
+        str(args.policy),
+        "--bootstrap",
+        bootstrap,
+        "--topic-prefix",
+        args.topic_prefix,
+        "--web-port",
+        str(args.web_port),
+        "--app-id",
+        app_id,
+        "--data-dir",
+        str(args.data_dir),
+    ]
+
+
+async def _topics(bootstrap: str) -> dict[str, list[int]]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
+    await admin.start()
+    try:
+        return {
+            t["topic"]: [p["partition"] for p in t["partitions"]]
+            for t in await admin.describe_topics()
+        }
+    finally:
+        await admin.close()
+
+
+async def _skip_old_claims(bootstrap: str, topic: str, app_id: str) -> None:
+    """Commit the new worker group at the end of the claims topic: past demos are not replayed."""
+    partitions = (await _topics(bootstrap)).get(topic)
+    if not partitions:
+        return
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=app_id, enable_auto_commit=False, **client_security()
+    )
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        await consumer.commit(await consumer.end_offsets(tps))
+    finally:
+        await consumer.stop()
+
+
+async def _wait_ready(proc: asyncio.subprocess.Process, port: int, stop: asyncio.Event) -> None:
+    url = f"http://127.0.0.1:{port}/health"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + READY_TIMEOUT_S
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+        while not stop.is_set():
+            if proc.returncode is not None:
+                raise DemoError(f"the worker exited with status {proc.returncode}")
+            if loop.time() > deadline:
+                raise DemoError(f"the worker was not healthy within {READY_TIMEOUT_S:.0f}s")
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+
+async def _stop_worker(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+
+
+def _last_line(path: Path) -> str:
+    lines = path.read_text(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def decision_line(record: dict[str, Any]) -> Text:
+    """One decision as one colored line: time, fact, outcome, value, action, short reason."""
+    decided = str(record.get("decided_at", ""))
+    outcome, action = str(record.get("outcome", "")), str(record.get("action", ""))
+    fact = f"{record.get('subject')} {record.get('field')}"
+    line = Text()
+    line.append(f"{decided[11:19]:<9}", style="dim")
+    line.append(f"{fact:<30} ", style="cyan")
+    line.append(f"{outcome:<13}", style=OUTCOME_STYLES.get(outcome, ""))
+    line.append(f"{display_value(record.get('value')):<11} ", style="bold")
+    line.append(f"{action:<9}", style=ACTION_STYLES.get(action, ""))
+    line.append(str(record.get("reason", "")), style="dim")
+    return line
+
+
+class Demo:
+    """The worker subprocess, the agents and the tail, started and stopped together."""
+
+    def __init__(self, args: argparse.Namespace, policy_version: str) -> None:
+        self.args = args
+        self.policy_version = policy_version
+        self.bootstrap = args.bootstrap or env_bootstrap()
+        self.names = TopicNames(args.topic_prefix)
+        self.run_id = secrets.token_hex(3)
+        self.app_id = f"claimwatch-demo-{self.run_id}"
+        self.console = Console(highlight=False)
+        self.stop = asyncio.Event()
+        self.decisions = 0
+
+    def say(self, message: str, style: str = "dim") -> None:
+        self.console.print(Text(message, style=style), soft_wrap=True)
+
+    def event(self, message: str) -> None:
+        """Something the simulation did, stamped like the decisions (UTC)."""
+        now = datetime.now(UTC).strftime("%H:%M:%S")
+        self.console.print(Text(f"{now} » {message}", style="blue"), soft_wrap=True)
+
+    def show(self, record: dict[str, Any]) -> None:
+        claims = record.get("claims") or []
+        if not any(str(c.get("claim_id", "")).startswith(f"{self.run_id}-") for c in claims):
+            return  # another demo on the same topics
+        self.decisions += 1
+        if self.console.is_terminal:  # one line each, cut to the terminal's width
+            self.console.print(decision_line(record), no_wrap=True, overflow="ellipsis")
+        else:
+            self.console.print(decision_line(record), soft_wrap=True)
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self.stop.set)
+        self.args.data_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.args.data_dir / "worker.log"
+        try:
+            await _skip_old_claims(self.bootstrap, self.names.claims, self.app_id)
+        except KafkaError as exc:
+            self.say(f"demo: cannot reach Kafka at {self.bootstrap}: {exc!r}", "bold red")
+            return 1
+        with log_path.open("wb") as log:
+            proc = await asyncio.create_subprocess_exec(
+                *_worker_command(self.args, self.bootstrap, self.app_id),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches the demo, which stops the worker last
+            )
+        self.say(f"worker pid {proc.pid} ({self.app_id}); its logs go to {log_path}")
+        try:
+            await _wait_ready(proc, self.args.web_port, self.stop)
+            if self.stop.is_set():
+                return 0
+            return await self._live(proc)
+        except (DemoError, TopicMissing, KafkaError) as exc:
+            self.say(f"demo: {exc or type(exc).__name__}; see {log_path}", "bold red")
+            if proc.returncode is not None:
+                self.say(_last_line(log_path), "red")
+            return 1
+        finally:
+            self.say("stopping the worker…")
+            await _stop_worker(proc)
+            await self._clean_up()
+            self.say(f"{self.decisions} decision(s) shown; worker stopped")
+
+    async def _live(self, proc: asyncio.subprocess.Process) -> int:
+        port = self.args.web_port
+        self.say(
+            f"worker ready on http://127.0.0.1:{port} (/health /metrics /facts/SUBJECT/FIELD); "
+            f"topics {self.names.prefix}*; policy {self.policy_version}",
+        )
+        self.say(
+            "agents: billing-api (system of record), reporting-replica@eu-west-1 (lags after "
+            "changes), ledger-replica (cache), user (assertions); Ctrl-C stops it all",
+        )
+        async with (
+            DecisionTail(self.bootstrap, self.names.decisions) as tail,
+            Publisher(self.bootstrap, self.names.prefix) as publisher,
+        ):
+            sim = Simulation(publisher, self.run_id, self.event, invoices=self.args.invoices)
+            tasks = {
+                asyncio.create_task(sim.run(), name="agents"),
+                asyncio.create_task(self._print(tail), name="tail"),
+                asyncio.create_task(proc.wait(), name="worker"),
+                asyncio.create_task(self.stop.wait(), name="stop"),
+            }
+            if self.args.duration is not None:
+                tasks.add(asyncio.create_task(asyncio.sleep(self.args.duration), name="duration"))
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for task in done:
+                if task.get_name() == "worker":
+                    raise DemoError(f"the worker exited with status {proc.returncode}")
+                if task.get_name() in ("agents", "tail") and task.exception() is not None:
+                    raise DemoError(f"{task.get_name()} failed: {task.exception()!r}")
+            self.say(f"{sim.sent} claim(s) sent")
+        return 0
+
+    async def _print(self, tail: DecisionTail) -> None:
+        async for batch in tail.batches(follow=True, idle_timeout_s=0):
+            for record in batch:
+                self.show(record)
+
+    async def _clean_up(self) -> None:
+        """Delete the topics named after this run's app id (changelog, leader): best effort."""
+        with contextlib.suppress(Exception):
+            mine = [t for t in await _topics(self.bootstrap) if self.app_id in t]
+            if mine:
+                admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, **client_security())
+                await admin.start()
+                try:
+                    await admin.delete_topics(mine)
+                finally:
+                    await admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; 0 when stopped (Ctrl-C or --duration), 1 on failure, 2 on a bad policy."""
+    args = _arguments(argv)
+    try:
+        policy = load_policy(args.policy)
+    except PolicyError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    if _port_taken(args.web_port):
+        taken = f"demo: port {args.web_port} is in use (another worker?); pass --web-port"
+        print(taken, file=sys.stderr)
+        return 2
+    return asyncio.run(Demo(args, policy.version).run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The wire format: one JSON codec, topic names and partitioning, Kafka client settings."""

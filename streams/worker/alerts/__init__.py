@@ -1,0 +1,1 @@
+"""Conflict-spike and replica-lag detectors over the decision stream."""

@@ -1,0 +1,179 @@
+"""The Faust app of a worker: its topics and tables, built from the settings (no logic here)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from streams.wire.kafka import client_security
+from streams.wire.topics import TopicNames
+from streams.worker.settings import WorkerSettings
+from streams.worker.store import register as register_store
+from streams.worker.store import store_url
+
+
+@dataclass(slots=True)
+class Pipeline:
+    """The app with its topics and tables."""
+
+    app: faust.App
+    settings: WorkerSettings
+    names: TopicNames
+    claims: Any
+    decisions: Any
+    conflicts: Any
+    dlq: Any
+    alerts: Any
+    facts: Any
+    resolutions: Any
+    alerts_input: Any
+    detectors: Any
+    verdicts: Any
+    verdicts_decisions: Any
+    verdicts_table: Any
+    plans_table: Any = None
+    plan_facts: Any = None
+    publish: Any = None
+    publish_results: Any = None
+    docs: Any = None
+
+
+def _credentials(security: dict[str, Any]) -> Any:
+    """Faust credentials from the pass-through client security settings (None: plaintext)."""
+    if "sasl_mechanism" in security:
+        return faust.SASLCredentials(
+            username=security.get("sasl_plain_username"),
+            password=security.get("sasl_plain_password"),
+            mechanism=security["sasl_mechanism"],
+            ssl_context=security.get("ssl_context"),
+        )
+    if "ssl_context" in security:
+        return faust.SSLCredentials(security["ssl_context"])
+    return None
+
+
+def state_dir(settings: WorkerSettings) -> Path:
+    """Where the local table state lives: keyed by topic prefix (Faust adds the app id).
+
+    Two deployments on one data directory (another prefix, or another app id) never share
+    local state, so a store never mirrors topics other than its own.
+    """
+    slug = re.sub(r"[^A-Za-z0-9_.-]", "_", settings.prefix) or "_"
+    directory = Path(settings.data_dir) / slug
+    directory.mkdir(parents=True, exist_ok=True)  # Faust creates only the last level
+    return directory
+
+
+def default_instance_id(settings: WorkerSettings) -> str:
+    """The static member id of a worker: host name, web port and app id."""
+    return f"{socket.gethostname()}:{settings.web_port}:{settings.app_id}"
+
+
+def build_app(settings: WorkerSettings) -> Pipeline:
+    """Create the Faust app, its topics and its changelog-backed tables."""
+    names = TopicNames(settings.prefix)
+    security = client_security()
+    register_store()
+    app = faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.bootstrap}",
+        store=store_url(settings.store),
+        datadir=str(state_dir(settings)),
+        processing_guarantee=settings.guarantee,
+        topic_partitions=settings.partitions,
+        topic_replication_factor=1,
+        topic_allow_declare=True,
+        table_standby_replicas=settings.standby_replicas,
+        broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=settings.heartbeat_interval_s,
+        consumer_group_instance_id=settings.instance_id or default_instance_id(settings),
+        web_enabled=True,
+        web_port=settings.web_port,
+        web_bind=settings.web_host,
+        web_host=settings.web_host,
+        canonical_url=f"http://{settings.web_host}:{settings.web_port}",
+        producer_acks=-1,
+        consumer_auto_offset_reset="earliest",
+        stream_wait_empty=False,
+        broker_credentials=_credentials(security),
+    )
+
+    def raw_topic(name: str, **extra: Any) -> Any:
+        return app.topic(
+            name,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=settings.partitions,
+            **extra,
+        )
+
+    claims = raw_topic(names.claims)
+    resolutions_topic = raw_topic(names.resolutions, compacting=True)
+    raw: Any = faust.Schema(
+        key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+    )
+
+    def changelogged(name: str, changelog: Any = None) -> Any:
+        """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
+        if changelog is None:
+            changelog = raw_topic(
+                f"{names.prefix}{settings.app_id}.{name.replace('_', '-')}-changelog",
+                compacting=True,
+                internal=True,
+            )
+        # key_type/value_type bytes make the table's own serializers raw: the store encodes
+        # and decodes keys with them (a rocksdb store would otherwise parse keys as JSON)
+        return app.Table(
+            name,
+            schema=raw,
+            key_type=bytes,
+            value_type=bytes,
+            partitions=settings.partitions,
+            changelog_topic=changelog,
+        )
+
+    facts = changelogged("facts")
+    resolutions = changelogged("resolutions", resolutions_topic)
+    alerts_input = raw_topic(names.alerts_input, internal=True)
+    detectors = changelogged("detectors")
+    verdicts_table = changelogged("verdicts")
+    plans_table = changelogged("plans")
+    plan_facts = changelogged("plan_facts")
+    docs = changelogged("docs")
+    return Pipeline(
+        app=app,
+        settings=settings,
+        names=names,
+        claims=claims,
+        decisions=raw_topic(names.decisions),
+        conflicts=raw_topic(names.conflicts),
+        dlq=raw_topic(names.dlq),
+        alerts=app.topic(
+            names.alerts,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=1,
+        ),
+        facts=facts,
+        resolutions=resolutions,
+        alerts_input=alerts_input,
+        detectors=detectors,
+        verdicts=raw_topic(names.verdicts),
+        verdicts_decisions=raw_topic(names.verdicts_decisions),
+        verdicts_table=verdicts_table,
+        plans_table=plans_table,
+        plan_facts=plan_facts,
+        publish=raw_topic(names.publish),
+        publish_results=raw_topic(names.publish_results),
+        docs=docs,
+    )

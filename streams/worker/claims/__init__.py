@@ -1,0 +1,1 @@
+"""Claims in, decisions out: the fact state per partition."""

@@ -1,0 +1,133 @@
+"""The claims agent, the tick timer and the fact page: load state, call the step, send."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import faust
+
+from streams.core.claim import fact_key
+from streams.wire.codec import loads
+from streams.worker.app import Pipeline
+from streams.worker.backpressure import InFlight
+from streams.worker.claims.edge import Handled, Runtime
+from streams.worker.edge import TICK_KEY, Outgoing, Record, RecordGuard, record_of, tick_value
+from streams.worker.faust_kit import (
+    Supervise,
+    answer_elsewhere,
+    batched_events,
+    forget_on_rebalance,
+    send_through,
+    topics_of,
+)
+from streams.worker.metrics import Metrics, dlq_reason_label
+
+OnDecision = Callable[[int, bytes, bytes], Awaitable[None]]
+
+
+def install_claims(
+    pipe: Pipeline,
+    runtime: Runtime,
+    metrics: Metrics,
+    supervise: Supervise,
+    on_decision: OnDecision | None = None,
+) -> None:
+    """Register the claims agent, the tick timer of the claims partitions and the fact page.
+
+    `on_decision` is given each decision made (partition, fact key, record JSON) after it
+    is sent, for processors that live on the fact's partition (plan blocking). Every record
+    is handled inside the shared per-record guard; `supervise` counts agent crashes.
+    """
+    app = pipe.app
+    settings = pipe.settings
+    topics = topics_of(pipe)
+    in_flight = InFlight()
+
+    async def send(out: Outgoing) -> None:
+        # at-least-once: straight to the producer, which Faust flushes before it commits
+        # offsets (the Topic/Channel layers cost more than the send itself); in a
+        # transaction through the topic, so the record joins the partition's transaction
+        if app.in_transaction:
+            await send_through(topics[out.topic], out)
+        else:
+            sent = await app.producer.send(
+                out.topic, out.key, out.value, out.partition, None, list(out.headers) or None
+            )
+            await in_flight.admit(asyncio.ensure_future(sent))
+
+    guard = RecordGuard(pipe.names, send, metrics)
+
+    async def decide_one(record: Record) -> None:
+        started = time.perf_counter()
+        handled = runtime.handle(
+            record.partition, record.offset, record.key, record.value, record.timestamp_us
+        )
+        for key, body in handled.resolutions:
+            pipe.resolutions[key] = body
+        for out in handled.sends:
+            await send(out)
+        if on_decision is not None:
+            for key, body in handled.resolutions:
+                await on_decision(record.partition, key, body)
+        _count(metrics, handled)
+        metrics.latency.observe(time.perf_counter() - started)
+
+    @app.agent(pipe.claims, name="streams.agents.process_claims", concurrency=1)
+    @supervise("process_claims")
+    async def process_claims(stream: faust.StreamT[bytes]) -> None:
+        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
+            await guard.run(record_of(event), decide_one, runtime.abandon)
+
+    @app.timer(settings.tick_interval_s)
+    async def write_ticks() -> None:
+        at = int((time.time() - settings.lateness_s) * 1_000_000)
+        for tp in app.assignor.assigned_actives():
+            if tp.topic == pipe.names.claims:
+                await pipe.claims.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+
+    @pipe.facts.on_recover
+    async def on_facts_recovered() -> None:
+        # processors made before the table finished recovering hold an incomplete deadline
+        # index: drop them, they are rebuilt from the recovered table on the next record
+        runtime.forget()
+
+    forget_on_rebalance(app, pipe.names.claims, runtime.forget)
+
+    @app.page("/facts/{subject}/{field}")
+    async def fact_page(web: Any, request: Any, subject: str, field: str) -> Any:
+        key = fact_key(subject, field).encode()
+        elsewhere = await answer_elsewhere(pipe, key, web, request)
+        if elsewhere is not None:
+            return elsewhere
+        body = pipe.resolutions.get(key)
+        if body is None:
+            return web.json({"error": f"no decision for {subject}|{field}"}, status=404)
+        return web.json(loads(body))
+
+
+def _count(metrics: Metrics, handled: Handled) -> None:
+    for event in handled.events:
+        metrics.events.labels(event).inc()
+    claim = handled.claim
+    if claim is not None:
+        status = claim.status if isinstance(claim.status, str) else "invalid"
+        metrics.claims.labels(
+            metrics.field(claim.field),
+            metrics.source(claim.source),
+            status
+            if status in {"ok", "not_found", "forbidden", "unavailable", "error"}
+            else "other",
+        ).inc()
+    for out in handled.sends:
+        if out.headers:
+            reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+    for decided in handled.decided:
+        record = decided.record
+        field = metrics.field(record["field"])
+        metrics.decisions.labels(field, record["outcome"]).inc()
+        if record["outcome"] == "conflict" and decided.previous_outcome != "conflict":
+            metrics.conflicts.labels(field, record["conflict_kind"] or "value").inc()

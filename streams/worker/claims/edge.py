@@ -1,0 +1,423 @@
+"""The edge between Kafka records and the pure partition step: decode, route, encode outputs.
+
+No Faust here: the agent hands in records and a fact store, and sends what comes back.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from streams.core.claim import Claim, fact_key
+from streams.core.policy import CompiledPolicy
+from streams.core.processor import Decided, PartitionProcessor, StepResult
+from streams.core.signing import BAD_SIGNATURE, signature_problem
+from streams.core.state import FactState
+from streams.wire.codec import DecodeError, decode_claim, dumps, loads
+from streams.wire.topics import TopicNames, misplaced, partition_for
+from streams.worker.edge import TICK_KEY, Outgoing, dead_letter, tick_time, tick_value
+
+#: The prefix of bookkeeping keys in the fact table.
+CLOCK_PREFIX: Final = b"\x00clock/"
+
+
+@dataclass(slots=True)
+class Handled:
+    """What one input record led to: records to send, table writes, counters."""
+
+    sends: list[Outgoing] = field(default_factory=list)
+    resolutions: list[tuple[bytes, bytes]] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    decided: list[Decided] = field(default_factory=list)
+    #: the JSON of each decided record, in the same order (serialized once, here)
+    bodies: list[bytes] = field(default_factory=list)
+    claim: Claim | None = None
+
+
+#: How far a partition clock moves on between two writes of it by claims (1 s).
+CLOCK_STEP_US: Final = 1_000_000
+
+
+class TableFacts(MutableMapping[str, FactState]):
+    """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests).
+
+    Decoded states are kept in a bounded cache, so reads of recently used facts skip the
+    decoding; writes are collected while one input record is processed and reach the table
+    (and so its changelog) once per fact when the record is done (`flush`), instead of once
+    per step that touched the fact.
+    """
+
+    def __init__(
+        self,
+        table: MutableMapping[bytes, bytes],
+        cache_size: int = 50_000,
+        items_of: Callable[[int], Iterable[tuple[bytes, bytes]]] | None = None,
+    ) -> None:
+        self.table = table
+        #: the entries of one partition, where the store can list them apart (else all)
+        self._items_of = items_of
+        self._cache: OrderedDict[str, FactState] = OrderedDict()
+        self._cache_size = cache_size
+        self._dirty: set[str] = set()
+
+    def __getitem__(self, key: str) -> FactState:
+        state = self._cache.get(key)
+        if state is not None:
+            self._cache.move_to_end(key)
+            return state
+        state = FactState.from_obj(loads(self.table[key.encode()]))
+        self._remember(key, state)
+        return state
+
+    def __setitem__(self, key: str, state: FactState) -> None:
+        self._remember(key, state)
+        self._dirty.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        self._cache.pop(key, None)
+        self._dirty.discard(key)
+        if key.encode() in self.table:
+            del self.table[key.encode()]
+
+    def flush(self) -> None:
+        """Write every fact changed since the last flush to the table."""
+        for key in sorted(self._dirty):
+            state = self._cache.get(key)
+            if state is not None:
+                self.table[key.encode()] = dumps(state.to_obj())
+        self._dirty.clear()
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in self._cache or key.encode() in self.table)
+
+    def _remember(self, key: str, state: FactState) -> None:
+        self._cache[key] = state
+        self._cache.move_to_end(key)
+        if len(self._cache) > self._cache_size:
+            old, evicted = self._cache.popitem(last=False)
+            if old in self._dirty:
+                self.table[old.encode()] = dumps(evicted.to_obj())
+                self._dirty.discard(old)
+
+    def clear_cache(self) -> None:
+        """Forget decoded states (after a rebalance the table may have been restored anew)."""
+        self.flush()
+        self._cache.clear()
+
+    def discard(self) -> None:
+        """Forget decoded states and unwritten changes (a record's handling failed midway)."""
+        self._dirty.clear()
+        self._cache.clear()
+
+    def __iter__(self) -> Iterator[str]:
+        return (k.decode() for k in list(self.table) if not k.startswith(b"\x00"))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def states_of(self, partition: int) -> Iterator[FactState]:
+        """Every stored fact of one partition."""
+        entries = self._items_of(partition) if self._items_of else self.table.items()
+        for key, raw in list(entries):
+            if not key.startswith(b"\x00"):
+                state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
+                if state.partition == partition:
+                    yield state
+
+
+class MemoryFacts(dict[str, FactState]):
+    """FactState values kept as objects (replay, tests): nothing to encode."""
+
+    def states_of(self, partition: int) -> Iterator[FactState]:
+        """Every stored fact of one partition."""
+        return (s for s in self.values() if s.partition == partition)
+
+    def clear_cache(self) -> None:
+        """Nothing is cached: the objects are the state."""
+
+    def flush(self) -> None:
+        """Nothing to write: the objects are the state."""
+
+    def discard(self) -> None:
+        """Nothing to forget: the objects are the state."""
+
+
+class Runtime:
+    """Per-partition processors over one fact table; turns step results into records."""
+
+    def __init__(
+        self,
+        policy: CompiledPolicy,
+        names: TopicNames,
+        partitions: int,
+        table: MutableMapping[bytes, bytes],
+        facts: TableFacts | MemoryFacts | None = None,
+        lateness_us: int = 1_000_000,
+        wall_clock_us: Callable[[], int] | None = None,
+    ) -> None:
+        self.lateness_us = lateness_us
+        #: the worker's wall clock (injected; None in replay and tests: no clock repair)
+        self.wall_clock_us = wall_clock_us
+        self.policy = policy
+        self.names = names
+        self.partitions = partitions
+        self.table = table
+        self.facts = facts if facts is not None else TableFacts(table)
+        self._processors: dict[int, PartitionProcessor] = {}
+        #: partitions whose processor has not handled a record since it was (re)built
+        #: (each with the restored facts that hold a decision, read once at the rebuild)
+        self._fresh: dict[int, list[FactState]] = {}
+        #: the clock last written to the table, per partition
+        self._stored_clock: dict[int, int] = {}
+        #: how far claims may legitimately move a clock past the broker's time
+        self._max_skew_us = int(policy.policy.defaults.clock_skew)
+
+    def forget(self, partitions: set[int] | None = None) -> None:
+        """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
+        self.facts.clear_cache()
+        if partitions is None:
+            self._processors.clear()
+            self._fresh.clear()
+        for p in partitions or ():
+            self._processors.pop(p, None)
+            self._fresh.pop(p, None)
+
+    def abandon(self, partition: int) -> None:
+        """Drop what a failed record may have half changed in a partition.
+
+        It is rebuilt from the table (the state after the last complete record) on its next
+        record.
+        """
+        self.facts.discard()
+        self._processors.pop(partition, None)
+        self._fresh.pop(partition, None)
+
+    def processor(self, partition: int) -> PartitionProcessor:
+        """The processor of a partition, restored from the table on first use."""
+        proc = self._processors.get(partition)
+        if proc is None:
+            raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
+            clock = int(raw) if raw is not None else None
+            if clock is not None:
+                self._stored_clock[partition] = clock
+            proc = PartitionProcessor(self.policy, partition, self.facts, clock)
+            states = list(self.facts.states_of(partition))
+            proc.rebuild(states)
+            self._processors[partition] = proc
+            self._fresh[partition] = [s for s in states if s.decided_offset is not None]
+        return proc
+
+    def handle(
+        self,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_us: int | None = None,
+    ) -> Handled:
+        """Process one record of the claims topic (`timestamp_us`: the record's broker time)."""
+        out = Handled()
+        if value is None:
+            out.events.append("tombstone")
+            reason = "tombstone: a null value is not a claim (claims are never deleted)"
+            out.sends.append(self._dead_letter(partition, offset, key, b"", reason))
+            return out
+        if key == TICK_KEY:
+            return self._handle_tick(partition, offset, value, timestamp_us, out)
+        try:
+            claim = decode_claim(value)
+        except DecodeError as exc:
+            out.events.append("dead_letter")
+            out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
+            return out
+        wanted = claim.fact_key.encode()
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
+            out.events.append("rerouted")
+            out.sends.append(Outgoing(self.names.claims, wanted, value, home))
+            return out
+        return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
+
+    def _handle_tick(
+        self, partition: int, offset: int, value: bytes, timestamp_us: int | None, out: Handled
+    ) -> Handled:
+        """A tick record: the clock moves at most to the record's broker time minus lateness.
+
+        A malformed tick is ignored; a tick later than that bound (forged, or from a writer
+        whose clock runs ahead of the broker's) moves the clock only to the bound. Both are
+        counted as `bad_tick`.
+        """
+        at = tick_time(value)
+        if at is None:
+            out.events.append("bad_tick")
+            return out
+        if timestamp_us is not None and at > timestamp_us - self.lateness_us:
+            out.events.append("bad_tick")
+            at = timestamp_us - self.lateness_us
+        proc = self._at(partition, offset, out, timestamp_us)
+        before = proc.clock_us
+        self._emit(proc.on_tick(at), partition, out)
+        out.events.append("tick")
+        if proc.clock_us is not None:
+            # the detectors of this partition's fields move on with the partition clock
+            out.sends.append(
+                Outgoing(self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition)
+            )
+        self._store_clock(proc, before, force=True)
+        self.facts.flush()
+        return out
+
+    def handle_claim(
+        self,
+        partition: int,
+        offset: int,
+        claim: Claim,
+        value: bytes,
+        out: Handled | None = None,
+        arrival_us: int | None = None,
+    ) -> Handled:
+        """Process a decoded claim that is already in its home partition.
+
+        `arrival_us` is when the claim reached the log (the record's timestamp; the claims
+        topic is created with LogAppendTime, so the broker's clock). The partition clock is
+        first moved to it minus the tick lateness, as a tick written at that moment would
+        have: a backlog read after a pause, or a quiet gap, does not leave later claims
+        "ahead of the clock", while a claim observed far beyond its own arrival still is.
+        """
+        out = out if out is not None else Handled()
+        proc = self._at(partition, offset, out, arrival_us)
+        before = proc.clock_us
+        if arrival_us is not None:
+            self._emit(proc.on_tick(arrival_us - self.lateness_us), partition, out)
+        key = claim.fact_key.encode()
+        unsigned = signature_problem(self.policy, claim.envelope)
+        if unsigned is not None:  # DLQ only: never decided, its id never marked seen
+            out.events.append(BAD_SIGNATURE)
+            out.sends.append(self._dead_letter(partition, offset, key, value, unsigned))
+            self._store_clock(proc, before)
+            self.facts.flush()
+            return out
+        out.claim = claim
+        step = proc.on_claim(claim)
+        for reason in step.dead_letters:
+            out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+        self._emit(step, partition, out)
+        self._store_clock(proc, before)
+        self.facts.flush()
+        return out
+
+    def _at(
+        self, partition: int, offset: int, out: Handled, timestamp_us: int | None = None
+    ) -> PartitionProcessor:
+        """The processor of a partition, positioned at an input offset.
+
+        The first record a rebuilt processor sees re-sends the decisions made from that
+        offset on (see PartitionProcessor.resend_since), and repairs a stored clock that is
+        further ahead of this record's broker time than any tick or claim could have moved
+        it (see `_repair_clock`).
+        """
+        proc = self.processor(partition)
+        proc.position = offset
+        restored = self._fresh.pop(partition, None)
+        if restored is not None:
+            self._repair_clock(proc, timestamp_us, out)
+            self._emit(proc.resend_since(restored, offset), partition, out)
+        return proc
+
+    def _repair_clock(
+        self, proc: PartitionProcessor, timestamp_us: int | None, out: Handled
+    ) -> None:
+        """Bring back a stored clock that is ahead of the wall clock by more than the skew.
+
+        No tick (written at wall time minus lateness, bounded by broker time) nor accepted
+        claim can put it there; only a forged tick accepted by an older release can. It is
+        set to this record's broker time minus the lateness, as a tick of this record would.
+        """
+        if self.wall_clock_us is None or proc.clock_us is None:
+            return
+        now = self.wall_clock_us()
+        if proc.clock_us > now + self._max_skew_us:
+            out.events.append("clock_repaired")
+            stamp = timestamp_us if timestamp_us is not None else now
+            proc.clock_us = min(stamp, now) - self.lateness_us
+            self._store_clock(proc, None, force=True)
+
+    def flush(self) -> list[Handled]:
+        """End of input: close the open windows of every partition, in partition order."""
+        return [self.flush_partition(p) for p in sorted(self._processors)]
+
+    def flush_partition(self, partition: int) -> Handled:
+        """End of one partition's input: close its open windows at their deadlines."""
+        out = Handled()
+        proc = self._processors.get(partition)
+        if proc is not None:
+            self._emit(proc.flush(), partition, out)
+        self.facts.flush()
+        return out
+
+    def _store_clock(
+        self, proc: PartitionProcessor, before: int | None, *, force: bool = False
+    ) -> None:
+        """Write a partition's clock to the table when it moved on by CLOCK_STEP_US.
+
+        Claims move the clock with every arrival; writing it each time doubled the changelog
+        records per claim (and so the records a moved partition must restore). Ticks write
+        it always (about once a second). A restarted partition may so start at most
+        CLOCK_STEP_US behind; its next record moves it to that record's broker time anyway.
+        """
+        clock = proc.clock_us
+        if clock is None or clock == before:
+            return
+        stored = self._stored_clock.get(proc.partition)
+        if force or stored is None or clock - stored >= CLOCK_STEP_US:
+            self.table[CLOCK_PREFIX + str(proc.partition).encode()] = str(clock).encode()
+            self._stored_clock[proc.partition] = clock
+
+    def _emit(self, step: StepResult, partition: int, out: Handled) -> None:
+        out.events.extend(step.events)
+        for decided in step.decisions:
+            record = decided.record
+            key = fact_key(record["subject"], record["field"]).encode()
+            body = dumps(record)
+            out.decided.append(decided)
+            out.bodies.append(body)
+            out.sends.append(Outgoing(self.names.decisions, key, body, partition))
+            out.resolutions.append((key, body))
+            if decided.again:
+                continue  # the detectors and the conflicts log saw it, or tolerate the gap
+            field = str(record["field"]).encode()
+            home = partition_for(field, self.partitions)
+            out.sends.append(Outgoing(self.names.alerts_input, field, body, home))
+            change = conflict_change(decided)
+            if change is not None:
+                out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))
+
+    def _dead_letter(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
+    ) -> Outgoing:
+        origin = (self.names.claims, partition, offset)
+        return dead_letter(self.names, origin, key, value, reason)
+
+
+def conflict_change(decided: Decided) -> dict[str, Any] | None:
+    """A record for the conflicts topic when a fact enters or leaves conflict."""
+    record = decided.record
+    entered = record["outcome"] == "conflict" and decided.previous_outcome != "conflict"
+    left = decided.previous_outcome == "conflict" and record["outcome"] != "conflict"
+    if not (entered or left):
+        return None
+    change: dict[str, Any] = {
+        "event": "entered" if entered else "left",
+        "subject": record["subject"],
+        "field": record["field"],
+        "decision_id": record["decision_id"],
+        "previous_decision_id": decided.previous_id,
+        "at": record["decided_at"],
+        "outcome": record["outcome"],
+    }
+    if entered:
+        change["conflict_kind"] = record["conflict_kind"]
+        change["competing"] = record["alternatives"]
+    return change

@@ -1,0 +1,1 @@
+"""Documents of claims merged per key."""

@@ -1,0 +1,91 @@
+"""The documents agent and its pages: load the document, apply the request, store and answer.
+
+Routes: ``GET /docs/{path}`` (latest version) and ``GET /docs/{path}/v/{n}`` (version n).
+A path may contain slashes and is matched literally (``{path:.+}``); the versioned route is
+tried first, which is unambiguous because the store refuses paths ending in ``v/<number>``.
+Any worker answers: the page is forwarded to the owner of the path's partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import faust
+
+from streams.core.docstore import Version
+from streams.worker.app import Pipeline
+from streams.worker.docs.edge import DocsEdge
+from streams.worker.edge import Record, record_of
+from streams.worker.faust_kit import (
+    AgentFun,
+    answer_elsewhere,
+    forget_on_rebalance,
+    guarded_sender,
+    send_counted,
+)
+from streams.worker.metrics import Metrics
+
+
+def _page(path: str, version: Version) -> dict[str, Any]:
+    """The JSON of a document page."""
+    return {
+        "path": path,
+        "version": version.number,
+        "body": version.body,
+        "content_hash": version.content_hash,
+    }
+
+
+def install_docs(
+    pipe: Pipeline,
+    edge: DocsEdge,
+    metrics: Metrics,
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
+) -> None:
+    """Register the documents agent (concurrency 1) and the /docs pages."""
+    app = pipe.app
+    topics = {
+        pipe.names.publish: pipe.publish,
+        pipe.names.publish_results: pipe.publish_results,
+        pipe.names.dlq: pipe.dlq,
+    }
+
+    guard = guarded_sender(pipe, topics, metrics)
+
+    async def publish_one(record: Record) -> None:
+        handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
+        await send_counted(topics, handled.sends, handled.events, metrics)
+
+    @app.agent(pipe.publish, name="streams.docs_agents.process_docs", concurrency=1)
+    @supervise("process_docs")
+    async def process_docs(stream: faust.StreamT[bytes]) -> None:
+        async for event in stream.events():
+            await guard.run(record_of(event), publish_one, lambda _p: edge.forget())
+
+    async def on_docs_recovered() -> None:
+        edge.forget()
+
+    pipe.docs.on_recover(on_docs_recovered)
+
+    forget_on_rebalance(app, pipe.names.publish, lambda _moved: edge.forget())
+
+    async def answer(web: Any, request: Any, path: str, number: int | None) -> Any:
+        # the docs table has the same partition count and key partitioner as the resolutions
+        # table, so the owner of the key's resolutions partition owns its docs partition too
+        elsewhere = await answer_elsewhere(pipe, path.encode(), web, request)
+        if elsewhere is not None:
+            return elsewhere
+        version = edge.version(path, number)
+        if version is None:
+            what = "document" if number is None else f"version {number} of"
+            return web.json({"error": f"no {what} {path}"}, status=404)
+        return web.json(_page(path, version))
+
+    @app.page("/docs/{path:.+}/v/{n:[0-9]+}")
+    async def doc_version_page(web: Any, request: Any, path: str, n: str) -> Any:
+        return await answer(web, request, path, int(n))
+
+    @app.page("/docs/{path:.+}")
+    async def doc_page(web: Any, request: Any, path: str) -> Any:
+        return await answer(web, request, path, None)

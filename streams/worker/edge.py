@@ -1,0 +1,199 @@
+"""The edge kit every feature's edge shares: records in and out, dead letters, ticks, the guard.
+
+The per-record guard is the one place an agent handles its records in: no exception ever
+leaves it. Faust acks a batch's records together; an exception out of an agent loses the
+rest of the batch while the offsets move on. So each record is handled inside
+`RecordGuard.run`: when handling it raises, the record goes to the DLQ with its bytes,
+origin and the reason `internal_error: <type>: <message>`, the error is counted and logged
+once with its traceback, the agent's per-partition state is reset (`reset`), and the next
+record goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+from streams.wire.codec import dumps, loads
+from streams.wire.topics import TopicNames
+from streams.worker.metrics import Metrics, dlq_reason_label
+
+#: Key of tick records (in the claims and verdicts topics).
+TICK_KEY: Final = b"__tick__"
+
+#: Largest tick time accepted (int64 microseconds).
+MAX_TICK_US: Final = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One record to send."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def tick_value(at_us: int) -> bytes:
+    """The value of a tick record: the partition clock may move to `at_us`."""
+    return dumps({"__tick__": at_us})
+
+
+def tick_time(value: bytes) -> int | None:
+    """The time of a well-formed tick record, or None for anything else.
+
+    Well formed: a JSON object with the single key `__tick__` holding a whole number of
+    microseconds in 0 .. 2**63-1. Ticks can be written by anyone, so nothing else is trusted.
+    """
+    try:
+        data = loads(value)
+    except ValueError:  # not JSON, or a number orjson cannot hold
+        return None
+    if not isinstance(data, dict) or len(data) != 1:
+        return None
+    at = data.get("__tick__")
+    return at if type(at) is int and 0 <= at <= MAX_TICK_US else None
+
+
+#: Largest DLQ copy (key plus value) sent whole: below the producer's request limit
+#: (Faust's producer_max_request_size, 1,000,000 bytes) with room for headers and framing.
+DLQ_MAX_BYTES: Final = 1_000_000 - 64 * 1024
+#: Longest reason header kept (an exception message can quote a whole value).
+MAX_REASON_CHARS: Final = 2_000
+
+
+def dead_letter(
+    names: TopicNames,
+    origin: tuple[str, int, int],
+    key: bytes | None,
+    value: bytes,
+    reason: str,
+) -> Outgoing:
+    """A DLQ record: the original bytes, and the reason and origin (topic, partition, offset).
+
+    A copy that the producer would refuse as too large is truncated; its headers then carry
+    `claimwatch.truncated`, the original size and the sha256 of the original value.
+    """
+    topic, partition, offset = origin
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[:MAX_REASON_CHARS] + "..."
+    headers = [
+        ("claimwatch.reason", reason.encode()),
+        ("claimwatch.topic", topic.encode()),
+        ("claimwatch.partition", str(partition).encode()),
+        ("claimwatch.offset", str(offset).encode()),
+    ]
+    if len(key or b"") + len(value) > DLQ_MAX_BYTES:
+        headers += [
+            ("claimwatch.truncated", b"true"),
+            ("claimwatch.original_size", str(len(value)).encode()),
+            ("claimwatch.original_sha256", hashlib.sha256(value).hexdigest().encode()),
+        ]
+        if key is not None and len(key) > DLQ_MAX_BYTES // 2:
+            headers.append(("claimwatch.original_key_size", str(len(key)).encode()))
+            key = key[: DLQ_MAX_BYTES // 2]
+        value = value[: DLQ_MAX_BYTES - len(key or b"")]
+    return Outgoing(names.dlq, key, value, partition, tuple(headers))
+
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[Outgoing], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One input record as an agent read it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    #: the record's timestamp in microseconds (broker time on LogAppendTime topics)
+    timestamp_us: int | None = None
+
+
+def record_of(event: object) -> Record:
+    """The Record of a Faust event (its message's coordinates and the raw value)."""
+    message = event.message  # type: ignore[attr-defined]
+    stamp = message.timestamp
+    return Record(
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        key=message.key,
+        value=event.value,  # type: ignore[attr-defined]
+        timestamp_us=int(stamp * 1000) * 1000 if stamp else None,
+    )
+
+
+def internal_error_reason(exc: BaseException) -> str:
+    """The DLQ reason of a record whose handling raised `exc`."""
+    return f"internal_error: {type(exc).__name__}: {exc}"
+
+
+class RecordGuard:
+    """Runs one record's handling; turns whatever it raises into a dead letter."""
+
+    def __init__(self, names: TopicNames, send: Send, metrics: Metrics) -> None:
+        self.names = names
+        self.send = send
+        self.metrics = metrics
+
+    async def run(
+        self,
+        record: Record,
+        handle: Callable[[Record], Awaitable[None]],
+        reset: Callable[[int], None] | None = None,
+    ) -> bool:
+        """Handle `record`; False when it failed and was dead-lettered instead."""
+        try:
+            await handle(record)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self.failed(record, exc, reset)
+            return False
+        return True
+
+    async def failed(
+        self, record: Record, exc: BaseException, reset: Callable[[int], None] | None
+    ) -> None:
+        """Dead-letter a record whose handling raised, count and log it, reset the state."""
+        log.error(
+            "handling %s[%d]@%d raised; the record goes to the DLQ as internal_error",
+            record.topic,
+            record.partition,
+            record.offset,
+            exc_info=exc,
+        )
+        self.metrics.internal_errors.labels(record.topic).inc()
+        if reset is not None:
+            try:
+                reset(record.partition)
+            except Exception:
+                log.exception("resetting partition %d after an error failed", record.partition)
+        reason = internal_error_reason(exc)
+        origin = (record.topic, record.partition, record.offset)
+        out = dead_letter(self.names, origin, record.key, record.value or b"", reason)
+        try:
+            await self.send(out)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "could not dead-letter %s[%d]@%d (%s)",
+                record.topic,
+                record.partition,
+                record.offset,
+                reason,
+            )
+            return
+        self.metrics.dead_letters.labels(dlq_reason_label(reason)).inc()

@@ -1,0 +1,169 @@
+"""The Faust side every feature's agents share: supervision, batches, sends, rebalances, pages.
+
+Agents are thin: they read records, hand each to their edge inside the per-record guard,
+and send what comes back through the helpers here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import aiohttp
+from aiohttp import web as aioweb
+from faust.streams import _current_event
+
+from streams.worker.app import Pipeline
+from streams.worker.edge import Outgoing, RecordGuard
+from streams.worker.liveness import CrashBudget
+from streams.worker.metrics import Metrics, dlq_reason_label
+from streams.worker.pages import recovering
+
+AgentFun = Callable[[Any], Awaitable[None]]
+Supervise = Callable[[str], Callable[[AgentFun], AgentFun]]
+
+
+def topics_of(pipe: Pipeline) -> dict[str, Any]:
+    """The Faust topic of every output (and input) topic name an edge may send to."""
+    return {
+        pipe.names.claims: pipe.claims,
+        pipe.names.decisions: pipe.decisions,
+        pipe.names.conflicts: pipe.conflicts,
+        pipe.names.dlq: pipe.dlq,
+        pipe.names.alerts_input: pipe.alerts_input,
+        pipe.names.verdicts: pipe.verdicts,
+        pipe.names.verdicts_decisions: pipe.verdicts_decisions,
+    }
+
+
+def supervisor(
+    metrics: Metrics, budget: CrashBudget, exceeded: Callable[[str], None]
+) -> Callable[[str], Callable[[AgentFun], AgentFun]]:
+    """A decorator factory counting the crashes of an agent function (Faust restarts it).
+
+    An exception that leaves an agent is counted in claimwatch_agent_crashes_total and in
+    the crash budget; past the budget `exceeded` is called (the worker then stops with a
+    non-zero exit code, for its supervisor to restart it).
+    """
+
+    def supervise(name: str) -> Callable[[AgentFun], AgentFun]:
+        metrics.agent_crashes.labels(name)  # at 0 from the start, for the paging rules
+
+        def wrap(fun: AgentFun) -> AgentFun:
+            @functools.wraps(fun)
+            async def agent(stream: Any) -> None:
+                try:
+                    await fun(stream)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    metrics.agent_crashes.labels(name).inc()
+                    if budget.crashed(name):
+                        exceeded(name)
+                    raise
+
+            return agent
+
+        return wrap
+
+    return supervise
+
+
+def guarded_sender(pipe: Pipeline, topics: Mapping[str, Any], metrics: Metrics) -> RecordGuard:
+    """A per-record guard that dead-letters through the given Faust topics."""
+
+    async def send(out: Outgoing) -> None:
+        await send_through(topics[out.topic], out)
+
+    return RecordGuard(pipe.names, send, metrics)
+
+
+def forget_on_rebalance(app: Any, topic: str, forget: Callable[[set[int]], None]) -> None:
+    """Call `forget` with the partitions of `topic` revoked or assigned at each rebalance."""
+
+    async def moved(_app: Any, partitions: Any, **_: Any) -> None:
+        forget({tp.partition for tp in partitions if tp.topic == topic})
+
+    app.on_partitions_revoked.connect(moved)
+    app.on_partitions_assigned.connect(moved)
+
+
+async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:
+    """The stream's events, taken in batches of up to `most` (waiting at most `within` s).
+
+    Faust acks (and so commits) a batch's events once the whole batch is handled. While an
+    event is handled it is made the task's current event (the context variable Faust's
+    tables and transactions consult), so that a table write through Faust goes to the
+    changelog partition of that record, as with `stream.events()`. The stream's own
+    `current_event` attribute is left alone: `take_events` reads it to pair each buffered
+    value with its event while this batch is handled, and changing it loses records.
+    Records of a partition revoked while they waited in the batch are still handled: what
+    they send again is dropped by id downstream, while skipping them would lose them if
+    the revocation were not final.
+    """
+    if most <= 1:  # record by record, as Faust streams go
+        async for event in stream.events():
+            yield event
+        return
+    async for events in stream.take_events(most, within=within):
+        for event in events:
+            _current_event.set(weakref.ref(event))
+            yield event
+
+
+async def send_counted(
+    topics: Mapping[str, Any], sends: Iterable[Outgoing], events: Iterable[str], metrics: Metrics
+) -> None:
+    """Send what an edge returned through its Faust topics; count its events and dead letters."""
+    for out in sends:
+        await send_through(topics[out.topic], out)
+        if out.headers:
+            reason = dict(out.headers).get("claimwatch.reason", b"").decode()
+            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+    for name in events:
+        metrics.events.labels(name).inc()
+
+
+async def send_through(topic: Any, out: Outgoing) -> None:
+    """Send one record through its Faust topic (so it joins a transaction, if any)."""
+    await topic.send(
+        key=out.key, value=out.value, partition=out.partition, headers=list(out.headers) or None
+    )
+
+
+async def answer_elsewhere(pipe: Pipeline, key: bytes, web: Any, request: Any) -> Any | None:
+    """The answer of a page about `key` when this worker cannot give it, else None.
+
+    Forwarded to the worker that owns the key's partition (tables keyed like `resolutions`
+    share its partitions); 503 while this worker recovers or the owner is unknown.
+    """
+    app = pipe.app
+    owner = _owner_url(app, pipe, key)
+    if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
+        if request.headers.get("X-Claimwatch-Forwarded"):
+            return web.json({"error": "partition owner unknown"}, status=503)
+        return await _forward(owner, request)
+    if recovering(app):
+        return web.json({"error": "recovering"}, status=503)
+    return None
+
+
+def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
+    """The web URL of the worker that holds the fact's partition, when known."""
+    try:
+        return str(app.router.key_store(pipe.resolutions.name, key))
+    except (KeyError, LookupError):
+        return None
+
+
+async def _forward(owner: str, request: Any) -> Any:
+    url = owner.rstrip("/") + request.path
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers={"X-Claimwatch-Forwarded": "1"}) as response,
+    ):
+        body = await response.read()
+        return aioweb.Response(body=body, status=response.status, content_type="application/json")

@@ -1,0 +1,1 @@
+"""Plans whose steps wait on facts: blocked, unblocked, resumed."""

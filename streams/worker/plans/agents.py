@@ -1,0 +1,102 @@
+"""The plan-blocking agents: thin loops that hand records to `PlansEdge` and send its output."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import faust
+
+from streams.wire.topics import TopicNames
+from streams.worker.app import Pipeline
+from streams.worker.edge import Record, record_of
+from streams.worker.faust_kit import AgentFun, forget_on_rebalance, guarded_sender, send_counted
+from streams.worker.metrics import Metrics
+from streams.worker.plans.edge import PlansEdge, PlansHandled
+
+
+def plans_edge(pipe: Pipeline) -> PlansEdge:
+    """The edge over the pipeline's plan tables and its resolutions table."""
+    return PlansEdge(
+        pipe.names, pipe.settings.partitions, pipe.plans_table, pipe.plan_facts, pipe.resolutions
+    )
+
+
+#: What the claims agent calls with each decision it makes: partition, fact key, record JSON.
+DecisionHook = Callable[[int, bytes, bytes], Awaitable[None]]
+
+
+def install_plans(
+    pipe: Pipeline,
+    edge: PlansEdge,
+    metrics: Metrics,
+    supervise: Callable[[str], Callable[[AgentFun], AgentFun]],
+) -> DecisionHook:
+    """Register the plan-side and fact-side agents and their rebalance hooks.
+
+    The fact side learns of decisions from the claims agent, in process (the returned hook):
+    the decision is made on the fact's partition, where its plan interests are kept, so
+    reading it back from `decisions` would only cost the worker a second pass over every
+    decision. `plans.interest` is still read by an agent.
+    """
+    app = pipe.app
+    names: TopicNames = pipe.names
+
+    def raw(*topics: str) -> Any:
+        """A bytes topic object over one or more topic names."""
+        return app.topic(
+            *topics,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=pipe.settings.partitions,
+        )
+
+    # sending needs one topic per object; the agents read two topics each
+    targets = {
+        name: raw(name)
+        for name in (names.plans, names.plans_steps, names.plans_interest, names.plans_updates)
+    }
+    targets[names.dlq] = pipe.dlq
+    plan_side = raw(names.plans, names.plans_updates)
+    fact_side = raw(names.plans_interest)
+
+    async def send(handled: PlansHandled) -> None:
+        """Send what the edge returned and count its events."""
+        await send_counted(targets, handled.sends, handled.events, metrics)
+
+    guard = guarded_sender(pipe, targets, metrics)
+
+    async def plan_one(r: Record) -> None:
+        await send(edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value))
+
+    async def plan_fact_one(r: Record) -> None:
+        await send(edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value))
+
+    @app.agent(plan_side, name="streams.plans_agents.process_plans", concurrency=1)
+    @supervise("process_plans")
+    async def process_plans(stream: faust.StreamT[bytes]) -> None:
+        """Plan side: `plans` and `plans.updates`, by plan id."""
+        async for event in stream.events():  # plans are few: no batch, no polling
+            await guard.run(record_of(event), plan_one, lambda _p: edge.forget())
+
+    @app.agent(fact_side, name="streams.plans_agents.process_plan_facts", concurrency=1)
+    @supervise("process_plan_facts")
+    async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
+        """Fact side: `plans.interest`, by fact key (decisions come through the hook)."""
+        async for event in stream.events():
+            await guard.run(record_of(event), plan_fact_one, lambda _p: edge.forget())
+
+    async def on_decision(partition: int, key: bytes, body: bytes) -> None:
+        await send(edge.handle_fact_side(names.decisions, partition, -1, key, body))
+
+    @pipe.plans_table.on_recover
+    async def on_plans_recovered() -> None:
+        """Books built before recovery finished are incomplete: rebuild them."""
+        edge.forget()
+
+    # books of moved partitions are dropped and rebuilt from the table on their next record
+    forget_on_rebalance(app, names.plans, edge.forget)
+
+    return on_decision

@@ -1,0 +1,361 @@
+"""The edge of plan blocking: Kafka records in, pure plan/fact steps, records out (no Faust).
+
+Why two stages. Plans are keyed by plan id and decisions by fact key, and a step may read
+facts that live on several partitions (so on several workers). A processor keyed by plan
+cannot read the decisions it needs, and one keyed by fact cannot see a whole step. So:
+
+1. Plan side (home partition of the plan id; topics `plans` and `plans.updates`): a plan
+   is validated (malformed -> dead-letter topic), stored, and each fact it reads is asked
+   for on the internal topic `plans.interest`, keyed by fact key (so co-partitioned with
+   `claims`, `decisions` and `resolutions`).
+2. Fact side (home partition of the fact; topics `decisions` and `plans.interest`): per
+   fact that some plan reads, the reading plan ids and the last decision passed on. A
+   registration is answered at once with the fact's current decision from the
+   `resolutions` table of the same partition (or "none yet"); every newer decision on
+   `decisions` is passed to each reading plan. The answers go to `plans.updates`, keyed
+   by plan id, back to the plan side.
+3. The plan side's `PlanBook` re-evaluates only the steps reading that fact and writes the
+   changed statuses to `plans.steps`, keyed by plan id.
+
+Both stages keep their state in changelog-backed tables and read only records of their own
+partition, so the join is correct with any number of workers: Faust assigns partition p of
+every topic with the worker's partition count to one worker. Decisions carry their
+`decided_at`, so a decision re-read after a restart never replaces a newer one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from schemas.plan import PlanRecord
+from streams.core.plan_facts import FactInterest, Notice, on_fact_decision, on_interest
+from streams.core.plans import (
+    DecisionView,
+    Plan,
+    PlanBook,
+    PlanError,
+    Step,
+    StepStatus,
+    on_decision,
+    on_plan,
+    on_remove,
+)
+from streams.wire.codec import DecodeError, dumps, loads
+from streams.wire.topics import TopicNames, misplaced, partition_for
+from streams.worker.edge import Outgoing, dead_letter
+
+#: Largest plan message accepted (bytes).
+MAX_PLAN_BYTES: Final = 256 * 1024
+#: Table key prefix of a stored plan (plan side).
+PLAN_PREFIX: Final = b"p/"
+
+
+@dataclass(slots=True)
+class PlansHandled:
+    """What one record led to: records to send, counters, and the step statuses emitted."""
+
+    sends: list[Outgoing] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    statuses: list[StepStatus] = field(default_factory=list)
+
+
+def decode_plan(raw: bytes) -> Plan:
+    """Parse one plan; raise DecodeError with a reason a human can act on."""
+    if len(raw) > MAX_PLAN_BYTES:
+        raise DecodeError(f"message of {len(raw)} bytes exceeds the {MAX_PLAN_BYTES}-byte limit")
+    try:
+        record = PlanRecord.model_validate_json(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        raise DecodeError(f"not a plan: {where}: {error['msg']}") from None
+    steps = tuple(Step.of(s.step_id, s.reads, s.irreversible) for s in record.steps)
+    return Plan(record.plan_id, steps)
+
+
+def _view_of(raw: bytes | None) -> DecisionView | None:
+    """The view of a stored decision record (None when absent or unusable)."""
+    if raw is None:
+        return None
+    try:
+        return DecisionView.from_record(loads(raw))
+    except (PlanError, ValueError):
+        return None
+
+
+class PlansEdge:
+    """Both stages over two bytes tables (Faust tables, or dicts in tests).
+
+    `plans_table` (plan side) holds one record per plan under `p/<plan id>`; `facts_table`
+    (fact side) one `FactInterest` per fact key; `resolutions` is the worker's table of the
+    latest decision per fact (read only).
+    """
+
+    def __init__(
+        self,
+        names: TopicNames,
+        partitions: int,
+        plans_table: MutableMapping[bytes, bytes],
+        facts_table: MutableMapping[bytes, bytes],
+        resolutions: Mapping[bytes, bytes],
+    ) -> None:
+        self.names = names
+        self.partitions = partitions
+        self.plans_table = plans_table
+        self.facts_table = facts_table
+        self.resolutions = resolutions
+        self._books: dict[int, PlanBook] = {}
+
+    # ------------------------------------------------------------------ plan side
+
+    def forget(self, partitions: set[int] | None = None) -> None:
+        """Drop in-memory plan books (on rebalance, after recovery); rebuilt from the table."""
+        if partitions is None:
+            self._books.clear()
+        for p in partitions or ():
+            self._books.pop(p, None)
+
+    def book(self, partition: int) -> PlanBook:
+        """The plan book of a partition, restored from the table on first use."""
+        book = self._books.get(partition)
+        if book is None:
+            book = PlanBook()
+            for stored in self._stored(partition):
+                _restore(book, stored)
+            self._books[partition] = book
+        return book
+
+    def _stored(self, partition: int) -> Iterator[dict[str, Any]]:
+        """Every stored plan record of one partition."""
+        for key, raw in list(self.plans_table.items()):
+            if key.startswith(PLAN_PREFIX):
+                stored = loads(raw)
+                if stored["partition"] == partition:
+                    yield stored
+
+    def handle_plan_side(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> PlansHandled:
+        """Process one record of `plans` or `plans.updates`."""
+        out = PlansHandled()
+        if topic == self.names.plans_updates:
+            self._on_notice(partition, offset, key, value or b"", out)
+        elif not value:
+            self._on_delete(partition, offset, key, out)
+        else:
+            self._on_plan(partition, offset, key, value, out)
+        return out
+
+    def _on_plan(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
+    ) -> None:
+        """A plan: validate, re-route to its home, store, ask for its facts, emit statuses."""
+        origin = (self.names.plans, partition, offset)
+        try:
+            plan = decode_plan(value)
+        except DecodeError as exc:
+            out.events.append("plan_dead_letter")
+            out.sends.append(dead_letter(self.names, origin, key, value, str(exc)))
+            return
+        wanted = plan.plan_id.encode()
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
+            out.events.append("plan_rerouted")
+            out.sends.append(Outgoing(self.names.plans, wanted, value, home))
+            return
+        book = self.book(partition)
+        old = book.plans.get(plan.plan_id)
+        book, statuses = on_plan(book, plan)
+        out.events.append("plan")
+        dropped = set(old.facts() if old is not None else ()) - set(plan.facts())
+        for fact in sorted(dropped):
+            out.sends.append(self._interest("drop", plan.plan_id, fact))
+        # facts not heard yet are asked for (again: a re-published plan asks anew)
+        for fact in book.pending(plan.plan_id):
+            out.sends.append(self._interest("add", plan.plan_id, fact))
+        self._save(partition, book, [plan.plan_id])
+        self._statuses(partition, statuses, out)
+
+    def _on_delete(self, partition: int, offset: int, key: bytes | None, out: PlansHandled) -> None:
+        """An empty value: forget the plan and stop reading its facts."""
+        if not key:
+            origin = (self.names.plans, partition, offset)
+            reason = "not a plan: an empty value deletes a plan and needs its id as key"
+            out.events.append("plan_dead_letter")
+            out.sends.append(dead_letter(self.names, origin, key, b"", reason))
+            return
+        home = partition_for(key, self.partitions)
+        if partition != home:
+            out.events.append("plan_rerouted")
+            out.sends.append(Outgoing(self.names.plans, key, b"", home))
+            return
+        book = self.book(partition)
+        plan_id = key.decode(errors="replace")
+        plan = book.plans.get(plan_id)
+        if plan is None:
+            return
+        for fact in plan.facts():
+            out.sends.append(self._interest("drop", plan_id, fact))
+        on_remove(book, plan_id)
+        out.events.append("plan_removed")
+        self.plans_table.pop(PLAN_PREFIX + key, None)
+
+    def _on_notice(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
+    ) -> None:
+        """A fact's decision for one plan: re-evaluate the steps reading the fact."""
+        try:
+            notice = Notice.from_obj(loads(value))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            origin = (self.names.plans_updates, partition, offset)
+            out.events.append("plan_dead_letter")
+            reason = f"not a plan update: {type(exc).__name__}: {exc}"
+            out.sends.append(dead_letter(self.names, origin, key, value, reason))
+            return
+        book = self.book(partition)
+        held = book.views.get(notice.fact)
+        was_heard = notice.fact in book.heard.get(notice.plan_id, set())
+        book, statuses = on_decision(book, notice.fact, notice.decision, notice.plan_id)
+        out.events.append("plan_update")
+        touched: list[str] = []
+        if book.views.get(notice.fact) != held:
+            touched = list(book.reading(notice.fact))
+        elif not was_heard and notice.fact in book.heard.get(notice.plan_id, set()):
+            touched = [notice.plan_id]
+        self._save(partition, book, touched)
+        self._statuses(partition, statuses, out)
+
+    def _statuses(self, partition: int, statuses: list[StepStatus], out: PlansHandled) -> None:
+        """Step statuses to `plans.steps`, on the plan's partition."""
+        for status in statuses:
+            out.statuses.append(status)
+            out.events.append("plan_step_status")
+            body = dumps(status.to_record())
+            out.sends.append(
+                Outgoing(self.names.plans_steps, status.plan_id.encode(), body, partition)
+            )
+
+    def _interest(self, op: str, plan_id: str, fact: str) -> Outgoing:
+        """A request to start or stop reading a fact, to the fact's home partition."""
+        key = fact.encode()
+        body = dumps({"op": op, "plan_id": plan_id, "fact": fact})
+        return Outgoing(self.names.plans_interest, key, body, partition_for(key, self.partitions))
+
+    def _save(self, partition: int, book: PlanBook, plan_ids: list[str]) -> None:
+        """Write the given plans' records (so to the changelog)."""
+        for pid in sorted(set(plan_ids)):
+            plan = book.plans.get(pid)
+            if plan is None:
+                continue
+            heard = sorted(book.heard.get(pid, set()))
+            record = {
+                "partition": partition,
+                "plan": plan.to_obj(),
+                "heard": {f: _obj(book.views.get(f)) for f in heard},
+                "emitted": {
+                    s.step_id: [sig[0], list(sig[1])]
+                    for s in plan.steps
+                    if (sig := book.emitted.get((pid, s.step_id))) is not None
+                },
+            }
+            self.plans_table[PLAN_PREFIX + pid.encode()] = dumps(record)
+
+    # ------------------------------------------------------------------ fact side
+
+    def handle_fact_side(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> PlansHandled:
+        """Process one record of `decisions` or `plans.interest`."""
+        out = PlansHandled()
+        if topic == self.names.plans_interest:
+            self._on_interest(partition, offset, key, value or b"", out)
+            return out
+        if key is None or key not in self.facts_table:
+            return out  # no plan reads this fact: not even decoded
+        try:
+            view = DecisionView.from_record(loads(value or b""))
+        except (PlanError, ValueError) as exc:
+            origin = (self.names.decisions, partition, offset)
+            out.events.append("plan_dead_letter")
+            reason = f"not a decision: {exc}"
+            out.sends.append(dead_letter(self.names, origin, key, value or b"", reason))
+            return out
+        state = FactInterest.from_obj(loads(self.facts_table[key]))
+        new, notices = on_fact_decision(state, key.decode(), view)
+        if notices:
+            out.events.append("plan_fact_decision")
+            self._store_fact(key, new)
+            self._notices(notices, out)
+        return out
+
+    def _on_interest(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
+    ) -> None:
+        """A plan starts or stops reading a fact: update its readers, answer an `add`."""
+        try:
+            request = loads(value)
+            op, plan_id, fact = request["op"], request["plan_id"], request["fact"]
+            if op not in ("add", "drop") or not isinstance(plan_id, str):
+                raise ValueError("`op` must be add or drop and `plan_id` a string")
+            if not isinstance(fact, str) or not fact:
+                raise ValueError("`fact` must be a non-empty string")
+        except (ValueError, KeyError, TypeError) as exc:
+            origin = (self.names.plans_interest, partition, offset)
+            out.events.append("plan_dead_letter")
+            reason = f"not a plan interest: {type(exc).__name__}: {exc}"
+            out.sends.append(dead_letter(self.names, origin, key, value, reason))
+            return
+        wanted = fact.encode()
+        home = misplaced(wanted, key, partition, self.partitions)
+        if home is not None:
+            out.sends.append(Outgoing(self.names.plans_interest, wanted, value, home))
+            return
+        raw = self.facts_table.get(wanted)
+        state = FactInterest.from_obj(loads(raw)) if raw is not None else None
+        current = _view_of(self.resolutions.get(wanted)) if op == "add" else None
+        new, notices = on_interest(state, fact, op, plan_id, current)
+        out.events.append("plan_interest")
+        self._store_fact(wanted, new)
+        self._notices(notices, out)
+
+    def _store_fact(self, key: bytes, state: FactInterest | None) -> None:
+        """Write (or delete, when no plan reads it) one fact's state."""
+        if state is None:
+            self.facts_table.pop(key, None)
+        else:
+            self.facts_table[key] = dumps(state.to_obj())
+
+    def _notices(self, notices: list[Notice], out: PlansHandled) -> None:
+        """Notices to `plans.updates`, each on its plan's home partition."""
+        for notice in notices:
+            key = notice.plan_id.encode()
+            home = partition_for(key, self.partitions)
+            out.sends.append(Outgoing(self.names.plans_updates, key, dumps(notice.to_obj()), home))
+
+
+def _obj(view: DecisionView | None) -> dict[str, Any] | None:
+    """A view as JSON (None stays None)."""
+    return view.to_obj() if view is not None else None
+
+
+def _restore(book: PlanBook, stored: Mapping[str, Any]) -> None:
+    """Put one stored plan record back into a book."""
+    plan = Plan.from_obj(stored["plan"])
+    pid = plan.plan_id
+    book.plans[pid] = plan
+    for fact in plan.facts():
+        book.readers.setdefault(fact, set()).add(pid)
+    heard: dict[str, Any] = stored.get("heard", {})
+    book.heard[pid] = set(heard)
+    for fact, obj in heard.items():
+        view = DecisionView.from_obj(obj) if obj else None
+        if view is not None and view.newer_than(book.views.get(fact)):
+            book.views[fact] = view
+        elif fact not in book.views:
+            book.views[fact] = None
+    for step_id, (status, blocking) in stored.get("emitted", {}).items():
+        book.emitted[(pid, step_id)] = (status, tuple(blocking))

@@ -1,0 +1,142 @@
+"""Start a worker: load the policy, create the topics, build the app and run it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from faust import Worker
+
+from streams.core.argue.verdicts import VerdictConfig
+from streams.policy.loading import load_policy
+from streams.wire.kafka import client_security
+from streams.wire.topics import TopicNames, ensure_topics
+from streams.worker.alerts.agents import install_alerts
+from streams.worker.alerts.edge import AlertRuntime
+from streams.worker.app import Pipeline, build_app
+from streams.worker.claims.agents import install_claims
+from streams.worker.claims.edge import Runtime, TableFacts
+from streams.worker.docs.agents import install_docs
+from streams.worker.docs.edge import DocsEdge
+from streams.worker.faust_kit import supervisor
+from streams.worker.liveness import BrokerWatch, CrashBudget
+from streams.worker.metrics import Metrics
+from streams.worker.pages import install_health
+from streams.worker.plans.agents import install_plans, plans_edge
+from streams.worker.settings import WorkerSettings
+from streams.worker.store import partition_scan
+from streams.worker.verdicts.agents import install_verdicts
+from streams.worker.verdicts.edge import VerdictsEdge
+
+log = logging.getLogger(__name__)
+
+
+#: Exit code of a worker stopped because an agent kept crashing.
+EXIT_AGENT_CRASHES = 3
+
+
+class ClaimwatchWorker(Worker):
+    """Faust's worker, but a clean stop leaves the consumer group at once.
+
+    With static membership (`group.instance.id`) the Kafka client never sends LeaveGroup,
+    so after a clean stop the other workers would wait for the session to time out before
+    they take over its partitions. Dropping the instance id just before stopping makes the
+    client leave as a dynamic member would; after a crash (SIGKILL) the restarted worker
+    still takes its partitions back at once.
+    """
+
+    def _schedule_shutdown(self, signal: signal.Signals) -> None:
+        leave_group_on_stop(self.app)
+        super()._schedule_shutdown(signal)
+
+
+def leave_group_on_stop(app: Any) -> None:
+    """Make the app's Kafka consumer send LeaveGroup when it stops."""
+    try:
+        coordinator = app.consumer._thread._ensure_consumer()._coordinator
+    except Exception:  # no consumer yet: nothing to leave
+        return
+    coordinator._group_instance_id = None
+
+
+@dataclass(slots=True)
+class Wired:
+    """The worker's app with every feature installed, and what `run_worker` still needs."""
+
+    pipe: Pipeline
+    budget: CrashBudget
+    #: called when an agent crashed too often: stops the worker (exit 3)
+    on_crash_limit: Callable[[Callable[[], None]], None]
+
+
+def wire(settings: WorkerSettings) -> Wired:
+    """The one place that wires the features: the app, its tables, agents, timers and pages.
+
+    Needs no broker (the topics are created by `run_worker`).
+    """
+    policy = load_policy(settings.policy_path, max_bytes=settings.max_policy_bytes)
+    names = TopicNames(settings.prefix)
+    pipe = build_app(settings)
+    runtime = Runtime(
+        policy,
+        names,
+        settings.partitions,
+        pipe.facts,
+        TableFacts(pipe.facts, items_of=partition_scan(pipe.facts)),
+        lateness_us=int(settings.lateness_s * 1_000_000),
+        wall_clock_us=lambda: int(time.time() * 1_000_000),
+    )
+    alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
+    edge = VerdictsEdge(
+        VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
+    )
+    metrics = Metrics(policy)
+    budget = CrashBudget()
+    broker = BrokerWatch(timeout_s=settings.health_broker_timeout_s)
+    stops: list[Callable[[], None]] = []
+
+    def too_many_crashes(agent: str) -> None:
+        log.critical(
+            "agent %s crashed more than %d times in %.0f s: stopping the worker (exit %d) "
+            "so that its supervisor restarts it",
+            agent,
+            budget.limit,
+            budget.window_s,
+            EXIT_AGENT_CRASHES,
+        )
+        for stop in stops:
+            stop()
+
+    supervise = supervisor(metrics, budget, too_many_crashes)
+    on_decision = install_plans(pipe, plans_edge(pipe), metrics, supervise)
+    install_claims(pipe, runtime, metrics, supervise, on_decision)
+    install_alerts(pipe, alerting, metrics, supervise)
+    install_verdicts(pipe, edge, metrics, supervise)
+    install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)
+    install_health(pipe, metrics, budget, broker)
+    return Wired(pipe, budget, stops.append)
+
+
+def run_worker(settings: WorkerSettings) -> None:
+    """Run until stopped (SIGINT/SIGTERM stop it cleanly; repeated agent crashes exit 3)."""
+    wired = wire(settings)
+    names = TopicNames(settings.prefix)
+    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
+    logging.getLogger("faust").setLevel(settings.log_level.upper())
+    worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
+    wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))
+    # Faust's terminal spinner sets the root logger to DEBUG so that it spins on every
+    # record: every aiokafka debug call then builds a LogRecord (about 7 % of a busy
+    # worker's CPU). Without it the root logger keeps the configured level.
+    worker.spinner = None
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as stop:
+        if wired.budget.exceeded is not None:
+            raise SystemExit(EXIT_AGENT_CRASHES) from None
+        raise stop

@@ -1,0 +1,54 @@
+"""Worker settings: flags first, then CLAIMWATCH_* variables, then defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streams.wire.kafka import env_bootstrap, env_prefix
+
+
+@dataclass(slots=True)
+class WorkerSettings:
+    """Everything a worker needs to start."""
+
+    policy_path: Path
+    bootstrap: str = field(default_factory=env_bootstrap)
+    prefix: str = field(default_factory=env_prefix)
+    partitions: int = 4
+    web_port: int = 6066
+    web_host: str = "127.0.0.1"
+    app_id: str = "claimwatch"
+    store: str = "rocksdb://"
+    data_dir: Path = Path(".cache/worker")
+    #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
+    guarantee: str = "at_least_once"
+    tick_interval_s: float = 1.0
+    lateness_s: float = 1.0
+    commit_interval_s: float = 1.0
+    log_level: str = field(
+        default_factory=lambda: os.environ.get("CLAIMWATCH_LOG_LEVEL", "warning")
+    )
+    #: records an agent takes at once, and how long it waits to fill a batch: Faust's
+    #: per-record consumer path (one ack and wake-up each) costs more than our step
+    #: largest policy file accepted (see streams.policy.loading.MAX_POLICY_BYTES)
+    max_policy_bytes: int = 1024 * 1024
+    #: standby copies of each table partition kept warm on other workers (Faust's
+    #: table_standby_replicas): a moved partition is then restored from the changelog tail
+    standby_replicas: int = 0
+    #: /health answers 503 once the broker has not answered for this long
+    health_broker_timeout_s: float = 30.0
+    #: static group membership (KIP-345): a restarted worker with the same id takes its
+    #: partitions back at once instead of waiting for its old session to time out.
+    #: Default: host name and web port, stable across restarts and unique per host and port.
+    instance_id: str | None = None
+    #: a member that stops heartbeating is dropped after this long (Faust's default is 60 s)
+    session_timeout_s: float = 10.0
+    heartbeat_interval_s: float = 1.0
+    batch_max: int = field(
+        default_factory=lambda: int(os.environ.get("CLAIMWATCH_BATCH_MAX", "500"))
+    )
+    batch_within_s: float = field(
+        default_factory=lambda: float(os.environ.get("CLAIMWATCH_BATCH_WITHIN_MS", "10")) / 1000
+    )

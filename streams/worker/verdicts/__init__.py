@@ -1,0 +1,1 @@
+"""Verdict requests answered by argumentation over the live signals."""

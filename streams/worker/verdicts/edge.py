@@ -1,0 +1,159 @@
+"""The edge between verdict signal records and the pure verdicts step: decode, run, encode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from schemas.verdict import VerdictSignal
+from streams.core.argue.verdicts import RequestState, VerdictConfig, VerdictRunner
+from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, dumps, loads
+from streams.wire.topics import TopicNames, misplaced
+from streams.worker.edge import TICK_KEY, Outgoing, dead_letter, tick_time
+
+#: Table keys: one JSON state per request id, and one event clock per partition.
+REQUEST_PREFIX: Final = b"r/"
+CLOCK_PREFIX: Final = b"c/"
+
+
+@dataclass(slots=True)
+class VerdictsHandled:
+    """What one record of the verdicts topic led to: records to send, counters, decisions."""
+
+    sends: list[Outgoing] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def decode_signal(raw: bytes) -> VerdictSignal:
+    """Parse one verdict signal; raise DecodeError with a reason a human can act on."""
+    if len(raw) > MAX_CLAIM_BYTES:
+        raise DecodeError(f"message of {len(raw)} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
+    try:
+        return VerdictSignal.model_validate_json(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        raise DecodeError(f"not a verdict signal: {where}: {error['msg']}") from None
+
+
+class _TrackedRunner(VerdictRunner):
+    """A runner that remembers which requests changed, so only those are written back."""
+
+    def __init__(self, config: VerdictConfig, states: Iterator[RequestState]) -> None:
+        super().__init__(config, states)
+        self.touched: set[str] = set()
+
+    def _keep(self, rid: str, state: RequestState | None) -> None:
+        super()._keep(rid, state)
+        self.touched.add(rid)
+
+
+class VerdictsEdge:
+    """Per-partition verdict runners over one bytes table; turns their output into records.
+
+    No Faust here: the agent hands in records and sends what comes back. Signals that are not
+    valid JSON verdict signals go to the dead-letter topic (`<prefix>claims.dlq`, with the
+    same `claimwatch.*` headers as claims, `claimwatch.topic` naming the verdicts topic). A
+    signal whose key is not its request id, or in another partition than the id's, is
+    re-sent to its home partition first. Tick records move the partition's event clock.
+    """
+
+    def __init__(
+        self,
+        config: VerdictConfig,
+        names: TopicNames,
+        partitions: int,
+        table: MutableMapping[bytes, bytes],
+    ) -> None:
+        self.config = config
+        self.names = names
+        self.partitions = partitions
+        self.table = table
+        self._runners: dict[int, _TrackedRunner] = {}
+
+    def forget(self, partitions: set[int] | None = None) -> None:
+        """Drop in-memory runners (on rebalance, after recovery); rebuilt from the table."""
+        if partitions is None:
+            self._runners.clear()
+        for p in partitions or ():
+            self._runners.pop(p, None)
+
+    def runner(self, partition: int) -> _TrackedRunner:
+        """The runner of a partition, restored from the table on first use."""
+        runner = self._runners.get(partition)
+        if runner is None:
+            runner = _TrackedRunner(self.config, self.states_of(partition))
+            raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
+            runner.clock_us = int(raw) if raw is not None else None
+            self._runners[partition] = runner
+        return runner
+
+    def states_of(self, partition: int) -> Iterator[RequestState]:
+        """Every stored request of one partition."""
+        for key, raw in list(self.table.items()):
+            if key.startswith(REQUEST_PREFIX):
+                stored = loads(raw)
+                if stored["partition"] == partition:
+                    yield RequestState.from_obj(stored["state"])
+
+    def handle(
+        self, partition: int, offset: int, key: bytes | None, value: bytes
+    ) -> VerdictsHandled:
+        """Process one record of the verdicts topic (a signal or a tick)."""
+        out = VerdictsHandled()
+        at = tick_time(value) if key == TICK_KEY else None
+        runner = self.runner(partition)
+        before = runner.clock_us
+        if at is not None:
+            out.events.append("verdict_tick")
+            decisions = runner.on_clock(at)
+        else:
+            try:
+                signal = decode_signal(value)
+            except DecodeError as exc:
+                out.events.append("verdict_dead_letter")
+                out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
+                return out
+            wanted = signal.request_id.encode()
+            home = misplaced(wanted, key, partition, self.partitions)
+            if home is not None:
+                out.events.append("verdict_rerouted")
+                out.sends.append(Outgoing(self.names.verdicts, wanted, value, home))
+                return out
+            held = runner.requests.get(signal.request_id)
+            dropped = held.dropped if held is not None else 0
+            decisions = runner.on_signal(signal)
+            out.events.append("verdict_signal")
+            now = runner.requests.get(signal.request_id)
+            if now is not None and now.dropped > dropped:
+                out.events.append("verdict_dropped")
+        self._store(runner, partition, before)
+        for record in decisions:
+            out.events.append("verdict_decided")
+            out.decisions.append(record)
+            rid = str(record["request_id"]).encode()
+            out.sends.append(Outgoing(self.names.verdicts_decisions, rid, dumps(record), partition))
+        return out
+
+    def _store(self, runner: _TrackedRunner, partition: int, before: int | None) -> None:
+        """Write back the changed requests and the moved clock (so to the changelog)."""
+        for rid in sorted(runner.touched):
+            key = REQUEST_PREFIX + rid.encode()
+            state = runner.requests.get(rid)
+            if state is not None:
+                self.table[key] = dumps({"partition": partition, "state": state.to_obj()})
+            elif key in self.table:
+                del self.table[key]
+        runner.touched.clear()
+        if runner.clock_us is not None and runner.clock_us != before:
+            self.table[CLOCK_PREFIX + str(partition).encode()] = str(runner.clock_us).encode()
+
+    def _dead_letter(
+        self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
+    ) -> Outgoing:
+        origin = (self.names.verdicts, partition, offset)
+        return dead_letter(self.names, origin, key, value, reason)
