@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from aiohttp import web as aioweb
 from faust.streams import _current_event
 
 from streams.worker.app import Pipeline
-from streams.worker.edge import Outgoing, RecordGuard
+from streams.worker.edge import TICK_KEY, Outgoing, Record, RecordGuard, record_of, tick_value
 from streams.worker.liveness import CrashBudget
 from streams.worker.metrics import Metrics, dlq_reason_label
 from streams.worker.pages import recovering
@@ -79,6 +80,41 @@ def guarded_sender(pipe: Pipeline, topics: Mapping[str, Any], metrics: Metrics) 
         await send_through(topics[out.topic], out)
 
     return RecordGuard(pipe.names, send, metrics)
+
+
+def record_agent(
+    pipe: Pipeline,
+    channel: Any,
+    name: str,
+    supervise: Supervise,
+    guard: RecordGuard,
+    handle: Callable[[Record], Awaitable[None]],
+    reset: Callable[[int], None],
+) -> None:
+    """An agent handling its records one by one, each inside the per-record guard.
+
+    `name` is the agent's Faust name (kept from the flat layout); its last part names it in
+    /health, the stop endpoint and the crash counter. For inputs that are few (plans,
+    verdict requests, documents); the claims and detectors agents take batches.
+    """
+
+    @pipe.app.agent(channel, name=name, concurrency=1)
+    @supervise(name.rsplit(".", 1)[-1])
+    async def agent(stream: Any) -> None:
+        async for event in stream.events():
+            await guard.run(record_of(event), handle, reset)
+
+
+def install_ticks(pipe: Pipeline, topic: Any, name: str) -> None:
+    """A timer writing a tick (wall clock minus the lateness) into each active partition."""
+    settings = pipe.settings
+
+    @pipe.app.timer(settings.tick_interval_s, name=f"ticks:{name}")
+    async def write_ticks() -> None:
+        at = int((time.time() - settings.lateness_s) * 1_000_000)
+        for tp in pipe.app.assignor.assigned_actives():
+            if tp.topic == name:
+                await topic.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
 
 
 def forget_on_rebalance(app: Any, topic: str, forget: Callable[[set[int]], None]) -> None:

@@ -14,12 +14,13 @@ from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
 from streams.worker.claims.edge import Handled, Runtime
-from streams.worker.edge import TICK_KEY, Outgoing, Record, RecordGuard, record_of, tick_value
+from streams.worker.edge import Outgoing, Record, RecordGuard, record_of
 from streams.worker.faust_kit import (
     Supervise,
     answer_elsewhere,
     batched_events,
     forget_on_rebalance,
+    install_ticks,
     send_through,
     topics_of,
 )
@@ -81,12 +82,7 @@ def install_claims(
         async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
             await guard.run(record_of(event), decide_one, runtime.abandon)
 
-    @app.timer(settings.tick_interval_s)
-    async def write_ticks() -> None:
-        at = int((time.time() - settings.lateness_s) * 1_000_000)
-        for tp in app.assignor.assigned_actives():
-            if tp.topic == pipe.names.claims:
-                await pipe.claims.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+    install_ticks(pipe, pipe.claims, pipe.names.claims)
 
     @pipe.facts.on_recover
     async def on_facts_recovered() -> None:

@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import faust
-
 from streams.core.docstore import Version
 from streams.worker.app import Pipeline
 from streams.worker.docs.edge import DocsEdge
-from streams.worker.edge import Record, record_of
+from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     AgentFun,
     answer_elsewhere,
     forget_on_rebalance,
     guarded_sender,
+    record_agent,
     send_counted,
 )
 from streams.worker.metrics import Metrics
@@ -57,11 +56,15 @@ def install_docs(
         handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
         await send_counted(topics, handled.sends, handled.events, metrics)
 
-    @app.agent(pipe.publish, name="streams.docs_agents.process_docs", concurrency=1)
-    @supervise("process_docs")
-    async def process_docs(stream: faust.StreamT[bytes]) -> None:
-        async for event in stream.events():
-            await guard.run(record_of(event), publish_one, lambda _p: edge.forget())
+    record_agent(
+        pipe,
+        pipe.publish,
+        "streams.docs_agents.process_docs",
+        supervise,
+        guard,
+        publish_one,
+        lambda _p: edge.forget(),
+    )
 
     async def on_docs_recovered() -> None:
         edge.forget()

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import faust
-
 from streams.wire.topics import TopicNames
 from streams.worker.app import Pipeline
-from streams.worker.edge import Record, record_of
-from streams.worker.faust_kit import AgentFun, forget_on_rebalance, guarded_sender, send_counted
+from streams.worker.edge import Record
+from streams.worker.faust_kit import (
+    AgentFun,
+    forget_on_rebalance,
+    guarded_sender,
+    record_agent,
+    send_counted,
+)
 from streams.worker.metrics import Metrics
 from streams.worker.plans.edge import PlansEdge, PlansHandled
 
@@ -74,19 +78,26 @@ def install_plans(
     async def plan_fact_one(r: Record) -> None:
         await send(edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value))
 
-    @app.agent(plan_side, name="streams.plans_agents.process_plans", concurrency=1)
-    @supervise("process_plans")
-    async def process_plans(stream: faust.StreamT[bytes]) -> None:
-        """Plan side: `plans` and `plans.updates`, by plan id."""
-        async for event in stream.events():  # plans are few: no batch, no polling
-            await guard.run(record_of(event), plan_one, lambda _p: edge.forget())
-
-    @app.agent(fact_side, name="streams.plans_agents.process_plan_facts", concurrency=1)
-    @supervise("process_plan_facts")
-    async def process_plan_facts(stream: faust.StreamT[bytes]) -> None:
-        """Fact side: `plans.interest`, by fact key (decisions come through the hook)."""
-        async for event in stream.events():
-            await guard.run(record_of(event), plan_fact_one, lambda _p: edge.forget())
+    # plan side: `plans` and `plans.updates`, by plan id (plans are few: no batches)
+    record_agent(
+        pipe,
+        plan_side,
+        "streams.plans_agents.process_plans",
+        supervise,
+        guard,
+        plan_one,
+        lambda _p: edge.forget(),
+    )
+    # fact side: `plans.interest`, by fact key (decisions come through the hook)
+    record_agent(
+        pipe,
+        fact_side,
+        "streams.plans_agents.process_plan_facts",
+        supervise,
+        guard,
+        plan_fact_one,
+        lambda _p: edge.forget(),
+    )
 
     async def on_decision(partition: int, key: bytes, body: bytes) -> None:
         await send(edge.handle_fact_side(names.decisions, partition, -1, key, body))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import time
-
-import faust
-
 from streams.worker.app import Pipeline
-from streams.worker.edge import TICK_KEY, Record, record_of, tick_value
+from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     Supervise,
     forget_on_rebalance,
     guarded_sender,
+    install_ticks,
+    record_agent,
     send_counted,
     topics_of,
 )
@@ -24,7 +22,6 @@ def install_verdicts(
 ) -> None:
     """Register the verdicts agent and the timer writing ticks into its partitions."""
     app = pipe.app
-    settings = pipe.settings
     topics = topics_of(pipe)
     guard = guarded_sender(pipe, topics, metrics)
 
@@ -32,18 +29,16 @@ def install_verdicts(
         handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
         await send_counted(topics, handled.sends, handled.events, metrics)
 
-    @app.agent(pipe.verdicts, name="streams.agents.process_verdicts", concurrency=1)
-    @supervise("process_verdicts")
-    async def process_verdicts(stream: faust.StreamT[bytes]) -> None:
-        async for event in stream.events():
-            await guard.run(record_of(event), verdict_one, lambda _p: edge.forget())
-
-    @app.timer(settings.tick_interval_s)
-    async def write_verdict_ticks() -> None:
-        at = int((time.time() - settings.lateness_s) * 1_000_000)
-        for tp in app.assignor.assigned_actives():
-            if tp.topic == pipe.names.verdicts:
-                await pipe.verdicts.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+    record_agent(
+        pipe,
+        pipe.verdicts,
+        "streams.agents.process_verdicts",
+        supervise,
+        guard,
+        verdict_one,
+        lambda _p: edge.forget(),
+    )
+    install_ticks(pipe, pipe.verdicts, pipe.names.verdicts)
 
     @pipe.verdicts_table.on_recover
     async def on_verdicts_recovered() -> None:
