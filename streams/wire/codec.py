@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
 from streams.core.claim import Claim, EnvelopeError, claim_from_envelope
 
@@ -41,6 +42,21 @@ def decode_claim(raw: bytes | str | None) -> Claim:
         return claim_from_envelope(data)
     except EnvelopeError as exc:
         raise DecodeError(str(exc)) from None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def decode_model(raw: bytes, model: type[M], what: str, max_bytes: int) -> M:
+    """Parse one message as a pydantic model; DecodeError names the size limit or the field."""
+    if len(raw) > max_bytes:
+        raise DecodeError(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        raise DecodeError(f"not {what}: {where}: {error['msg']}") from None
 
 
 def dumps(record: Any) -> bytes:

@@ -16,10 +16,10 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
-from streams.wire.codec import dumps, loads
-from streams.wire.topics import TopicNames
+from streams.wire.codec import DecodeError, dumps, loads
+from streams.wire.topics import TopicNames, misplaced
 from streams.worker.metrics import Metrics, dlq_reason_label
 
 #: Key of tick records (in the claims and verdicts topics).
@@ -100,6 +100,46 @@ def dead_letter(
             key = key[: DLQ_MAX_BYTES // 2]
         value = value[: DLQ_MAX_BYTES - len(key or b"")]
     return Outgoing(names.dlq, key, value, partition, tuple(headers))
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Elsewhere:
+    """A record not handled here: dead-lettered (it does not decode) or sent to its home."""
+
+    send: Outgoing
+    event: str
+
+
+def decode_at_home(
+    names: TopicNames,
+    origin: tuple[str, int, int],
+    key: bytes | None,
+    value: bytes,
+    decode: Callable[[bytes], T],
+    home_key: Callable[[T], bytes],
+    partitions: int,
+    event_prefix: str = "",
+) -> T | Elsewhere:
+    """The decoded record when it is in its home partition; else where it goes instead.
+
+    A record that does not decode goes to the DLQ with the reason (`<prefix>dead_letter`);
+    one whose key is not the key it belongs under, or that sits in another partition, is
+    sent again under its key to its home partition (`<prefix>rerouted`).
+    """
+    topic, partition, _offset = origin
+    try:
+        item = decode(value)
+    except DecodeError as exc:
+        letter = dead_letter(names, origin, key, value, str(exc))
+        return Elsewhere(letter, f"{event_prefix}dead_letter")
+    wanted = home_key(item)
+    home = misplaced(wanted, key, partition, partitions)
+    if home is not None:
+        return Elsewhere(Outgoing(topic, wanted, value, home), f"{event_prefix}rerouted")
+    return item
 
 
 log = logging.getLogger(__name__)

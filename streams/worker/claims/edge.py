@@ -15,9 +15,17 @@ from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.state import FactState
-from streams.wire.codec import DecodeError, decode_claim, dumps, loads
-from streams.wire.topics import TopicNames, misplaced, partition_for
-from streams.worker.edge import TICK_KEY, Outgoing, dead_letter, tick_time, tick_value
+from streams.wire.codec import decode_claim, dumps, loads
+from streams.wire.topics import TopicNames, partition_for
+from streams.worker.edge import (
+    TICK_KEY,
+    Elsewhere,
+    Outgoing,
+    dead_letter,
+    decode_at_home,
+    tick_time,
+    tick_value,
+)
 
 #: The prefix of bookkeeping keys in the fact table.
 CLOCK_PREFIX: Final = b"\x00clock/"
@@ -226,17 +234,13 @@ class Runtime:
             return out
         if key == TICK_KEY:
             return self._handle_tick(partition, offset, value, timestamp_us, out)
-        try:
-            claim = decode_claim(value)
-        except DecodeError as exc:
-            out.events.append("dead_letter")
-            out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
-            return out
-        wanted = claim.fact_key.encode()
-        home = misplaced(wanted, key, partition, self.partitions)
-        if home is not None:
-            out.events.append("rerouted")
-            out.sends.append(Outgoing(self.names.claims, wanted, value, home))
+        origin = (self.names.claims, partition, offset)
+        claim = decode_at_home(
+            self.names, origin, key, value, decode_claim, _fact_key_bytes, self.partitions
+        )
+        if isinstance(claim, Elsewhere):
+            out.events.append(claim.event)
+            out.sends.append(claim.send)
             return out
         return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
 
@@ -421,3 +425,7 @@ def conflict_change(decided: Decided) -> dict[str, Any] | None:
         change["conflict_kind"] = record["conflict_kind"]
         change["competing"] = record["alternatives"]
     return change
+
+
+def _fact_key_bytes(claim: Claim) -> bytes:
+    return claim.fact_key.encode()

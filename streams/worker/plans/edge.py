@@ -29,8 +29,6 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import ValidationError
-
 from schemas.plan import PlanRecord
 from streams.core.plan_facts import FactInterest, Notice, on_fact_decision, on_interest
 from streams.core.plans import (
@@ -44,9 +42,9 @@ from streams.core.plans import (
     on_plan,
     on_remove,
 )
-from streams.wire.codec import DecodeError, dumps, loads
+from streams.wire.codec import decode_model, dumps, loads
 from streams.wire.topics import TopicNames, misplaced, partition_for
-from streams.worker.edge import Outgoing, dead_letter
+from streams.worker.edge import Elsewhere, Outgoing, dead_letter, decode_at_home
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
@@ -65,14 +63,7 @@ class PlansHandled:
 
 def decode_plan(raw: bytes) -> Plan:
     """Parse one plan; raise DecodeError with a reason a human can act on."""
-    if len(raw) > MAX_PLAN_BYTES:
-        raise DecodeError(f"message of {len(raw)} bytes exceeds the {MAX_PLAN_BYTES}-byte limit")
-    try:
-        record = PlanRecord.model_validate_json(raw)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise DecodeError(f"not a plan: {where}: {error['msg']}") from None
+    record = decode_model(raw, PlanRecord, "a plan", MAX_PLAN_BYTES)
     steps = tuple(Step.of(s.step_id, s.reads, s.irreversible) for s in record.steps)
     return Plan(record.plan_id, steps)
 
@@ -155,17 +146,12 @@ class PlansEdge:
     ) -> None:
         """A plan: validate, re-route to its home, store, ask for its facts, emit statuses."""
         origin = (self.names.plans, partition, offset)
-        try:
-            plan = decode_plan(value)
-        except DecodeError as exc:
-            out.events.append("plan_dead_letter")
-            out.sends.append(dead_letter(self.names, origin, key, value, str(exc)))
-            return
-        wanted = plan.plan_id.encode()
-        home = misplaced(wanted, key, partition, self.partitions)
-        if home is not None:
-            out.events.append("plan_rerouted")
-            out.sends.append(Outgoing(self.names.plans, wanted, value, home))
+        plan = decode_at_home(
+            self.names, origin, key, value, decode_plan, _plan_key, self.partitions, "plan_"
+        )
+        if isinstance(plan, Elsewhere):
+            out.events.append(plan.event)
+            out.sends.append(plan.send)
             return
         book = self.book(partition)
         old = book.plans.get(plan.plan_id)
@@ -359,3 +345,7 @@ def _restore(book: PlanBook, stored: Mapping[str, Any]) -> None:
             book.views[fact] = None
     for step_id, (status, blocking) in stored.get("emitted", {}).items():
         book.emitted[(pid, step_id)] = (status, tuple(blocking))
+
+
+def _plan_key(plan: Plan) -> bytes:
+    return plan.plan_id.encode()

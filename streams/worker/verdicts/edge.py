@@ -6,13 +6,17 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import ValidationError
-
 from schemas.verdict import VerdictSignal
 from streams.core.argue.verdicts import RequestState, VerdictConfig, VerdictRunner
-from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, dumps, loads
-from streams.wire.topics import TopicNames, misplaced
-from streams.worker.edge import TICK_KEY, Outgoing, dead_letter, tick_time
+from streams.wire.codec import MAX_CLAIM_BYTES, decode_model, dumps, loads
+from streams.wire.topics import TopicNames
+from streams.worker.edge import (
+    TICK_KEY,
+    Elsewhere,
+    Outgoing,
+    decode_at_home,
+    tick_time,
+)
 
 #: Table keys: one JSON state per request id, and one event clock per partition.
 REQUEST_PREFIX: Final = b"r/"
@@ -30,14 +34,7 @@ class VerdictsHandled:
 
 def decode_signal(raw: bytes) -> VerdictSignal:
     """Parse one verdict signal; raise DecodeError with a reason a human can act on."""
-    if len(raw) > MAX_CLAIM_BYTES:
-        raise DecodeError(f"message of {len(raw)} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
-    try:
-        return VerdictSignal.model_validate_json(raw)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise DecodeError(f"not a verdict signal: {where}: {error['msg']}") from None
+    return decode_model(raw, VerdictSignal, "a verdict signal", MAX_CLAIM_BYTES)
 
 
 class _TrackedRunner(VerdictRunner):
@@ -112,17 +109,14 @@ class VerdictsEdge:
             out.events.append("verdict_tick")
             decisions = runner.on_clock(at)
         else:
-            try:
-                signal = decode_signal(value)
-            except DecodeError as exc:
-                out.events.append("verdict_dead_letter")
-                out.sends.append(self._dead_letter(partition, offset, key, value, str(exc)))
-                return out
-            wanted = signal.request_id.encode()
-            home = misplaced(wanted, key, partition, self.partitions)
-            if home is not None:
-                out.events.append("verdict_rerouted")
-                out.sends.append(Outgoing(self.names.verdicts, wanted, value, home))
+            origin = (self.names.verdicts, partition, offset)
+            signal = decode_at_home(
+                self.names, origin, key, value, decode_signal, _request_key, self.partitions,
+                "verdict_",
+            )  # fmt: skip
+            if isinstance(signal, Elsewhere):
+                out.events.append(signal.event)
+                out.sends.append(signal.send)
                 return out
             held = runner.requests.get(signal.request_id)
             dropped = held.dropped if held is not None else 0
@@ -152,8 +146,6 @@ class VerdictsEdge:
         if runner.clock_us is not None and runner.clock_us != before:
             self.table[CLOCK_PREFIX + str(partition).encode()] = str(runner.clock_us).encode()
 
-    def _dead_letter(
-        self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
-    ) -> Outgoing:
-        origin = (self.names.verdicts, partition, offset)
-        return dead_letter(self.names, origin, key, value, reason)
+
+def _request_key(signal: VerdictSignal) -> bytes:
+    return signal.request_id.encode()
