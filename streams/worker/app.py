@@ -6,7 +6,7 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import faust
 
@@ -16,6 +16,24 @@ from streams.worker.settings import WorkerSettings
 from streams.worker.store import register as register_store
 from streams.worker.store import store_url
 
+#: A Faust topic of raw bytes keys and values (Faust ships no type information).
+Topic = faust.TopicT
+#: A Faust table of raw bytes keys and values, over its compacted changelog topic.
+Table: TypeAlias = "faust.Table[bytes, bytes]"
+
+
+def raw_topic(app: faust.App, *names: str, partitions: int, **extra: Any) -> Topic:
+    """A bytes -> bytes topic object over one or more topic names (raw serializers)."""
+    return app.topic(
+        *names,
+        key_type=bytes,
+        value_type=bytes,
+        key_serializer="raw",
+        value_serializer="raw",
+        partitions=partitions,
+        **extra,
+    )
+
 
 @dataclass(slots=True)
 class Pipeline:
@@ -24,23 +42,23 @@ class Pipeline:
     app: faust.App
     settings: WorkerSettings
     names: TopicNames
-    claims: Any
-    decisions: Any
-    conflicts: Any
-    dlq: Any
-    alerts: Any
-    facts: Any
-    resolutions: Any
-    alerts_input: Any
-    detectors: Any
-    verdicts: Any
-    verdicts_decisions: Any
-    verdicts_table: Any
-    plans_table: Any = None
-    plan_facts: Any = None
-    publish: Any = None
-    publish_results: Any = None
-    docs: Any = None
+    claims: Topic
+    decisions: Topic
+    conflicts: Topic
+    dlq: Topic
+    alerts: Topic
+    facts: Table
+    resolutions: Table
+    alerts_input: Topic
+    detectors: Table
+    verdicts: Topic
+    verdicts_decisions: Topic
+    verdicts_table: Table
+    plans_table: Table
+    plan_facts: Table
+    publish: Topic
+    publish_results: Topic
+    docs: Table
 
 
 def _credentials(security: dict[str, Any]) -> Any:
@@ -104,19 +122,11 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         broker_credentials=_credentials(security),
     )
 
-    def raw_topic(name: str, **extra: Any) -> Any:
-        return app.topic(
-            name,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=settings.partitions,
-            **extra,
-        )
+    def topic(name: str, **extra: Any) -> Topic:
+        return raw_topic(app, name, partitions=settings.partitions, **extra)
 
-    claims = raw_topic(names.claims)
-    resolutions_topic = raw_topic(names.resolutions, compacting=True)
+    claims = topic(names.claims)
+    resolutions_topic = topic(names.resolutions, compacting=True)
     raw: Any = faust.Schema(
         key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
     )
@@ -124,7 +134,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     def changelogged(name: str, changelog: Any = None) -> Any:
         """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
         if changelog is None:
-            changelog = raw_topic(
+            changelog = topic(
                 f"{names.prefix}{settings.app_id}.{name.replace('_', '-')}-changelog",
                 compacting=True,
                 internal=True,
@@ -142,7 +152,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
 
     facts = changelogged("facts")
     resolutions = changelogged("resolutions", resolutions_topic)
-    alerts_input = raw_topic(names.alerts_input, internal=True)
+    alerts_input = topic(names.alerts_input, internal=True)
     detectors = changelogged("detectors")
     verdicts_table = changelogged("verdicts")
     plans_table = changelogged("plans")
@@ -153,27 +163,20 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         settings=settings,
         names=names,
         claims=claims,
-        decisions=raw_topic(names.decisions),
-        conflicts=raw_topic(names.conflicts),
-        dlq=raw_topic(names.dlq),
-        alerts=app.topic(
-            names.alerts,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=1,
-        ),
+        decisions=topic(names.decisions),
+        conflicts=topic(names.conflicts),
+        dlq=topic(names.dlq),
+        alerts=raw_topic(app, names.alerts, partitions=1),
         facts=facts,
         resolutions=resolutions,
         alerts_input=alerts_input,
         detectors=detectors,
-        verdicts=raw_topic(names.verdicts),
-        verdicts_decisions=raw_topic(names.verdicts_decisions),
+        verdicts=topic(names.verdicts),
+        verdicts_decisions=topic(names.verdicts_decisions),
         verdicts_table=verdicts_table,
         plans_table=plans_table,
         plan_facts=plan_facts,
-        publish=raw_topic(names.publish),
-        publish_results=raw_topic(names.publish_results),
+        publish=topic(names.publish),
+        publish_results=topic(names.publish_results),
         docs=docs,
     )

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from streams.wire.topics import TopicNames
-from streams.worker.app import Pipeline
+from streams.worker.app import Pipeline, raw_topic
 from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     AgentFun,
@@ -47,15 +47,7 @@ def install_plans(
     names: TopicNames = pipe.names
 
     def raw(*topics: str) -> Any:
-        """A bytes topic object over one or more topic names."""
-        return app.topic(
-            *topics,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=pipe.settings.partitions,
-        )
+        return raw_topic(app, *topics, partitions=pipe.settings.partitions)
 
     # sending needs one topic per object; the agents read two topics each
     targets = {
