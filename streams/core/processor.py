@@ -35,6 +35,17 @@ class Decided:
     #: re-sent after a restart because its first sending may not have reached the log
     again: bool = False
 
+    @property
+    def conflict_event(self) -> str | None:
+        """`entered` or `left` when the fact enters or leaves conflict with this decision."""
+        now = self.record["outcome"] == "conflict"
+        before = self.previous_outcome == "conflict"
+        if now and not before:
+            return "entered"
+        if before and not now:
+            return "left"
+        return None
+
 
 @dataclass(slots=True)
 class StepResult:

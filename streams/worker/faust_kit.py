@@ -154,8 +154,15 @@ async def send_counted(
     topics: Mapping[str, Any], sends: Iterable[Outgoing], events: Iterable[str], metrics: Metrics
 ) -> None:
     """Send what an edge returned through its Faust topics; count its events and dead letters."""
+    sends = list(sends)
     for out in sends:
         await send_through(topics[out.topic], out)
+    count(metrics, sends, events)
+
+
+def count(metrics: Metrics, sends: Iterable[Outgoing], events: Iterable[str]) -> None:
+    """Count an edge's events, and its dead letters by reason."""
+    for out in sends:
         if out.headers:
             reason = dict(out.headers).get("claimwatch.reason", b"").decode()
             metrics.dead_letters.labels(dlq_reason_label(reason)).inc()

@@ -76,7 +76,10 @@ class Cluster:
             handled: PlansHandled
             if rec.topic in (NAMES.plans, NAMES.plans_updates):
                 handled = edge.handle_plan_side(*args)
-            elif rec.topic in (NAMES.decisions, NAMES.plans_interest):
+            elif rec.topic == NAMES.decisions:  # handed over in process, as the claims agent does
+                assert rec.key is not None
+                handled = edge.on_decided(rec.key, orjson.loads(rec.value))
+            elif rec.topic == NAMES.plans_interest:
                 handled = edge.handle_fact_side(*args)
             else:
                 continue

@@ -19,14 +19,16 @@ from streams.worker.faust_kit import (
     Supervise,
     answer_elsewhere,
     batched_events,
+    count,
     forget_on_rebalance,
     install_ticks,
     send_through,
     topics_of,
 )
-from streams.worker.metrics import Metrics, dlq_reason_label
+from streams.worker.metrics import Metrics
 
-OnDecision = Callable[[int, bytes, bytes], Awaitable[None]]
+#: Given each decision made (fact key, record) after it is sent (plan blocking)
+OnDecision = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 
 
 def install_claims(
@@ -38,8 +40,8 @@ def install_claims(
 ) -> None:
     """Register the claims agent, the tick timer of the claims partitions and the fact page.
 
-    `on_decision` is given each decision made (partition, fact key, record JSON) after it
-    is sent, for processors that live on the fact's partition (plan blocking). Every record
+    `on_decision` is given each decision made (fact key, record) after it is sent, for
+    processors that live on the fact's partition (plan blocking). Every record
     is handled inside the shared per-record guard; `supervise` counts agent crashes.
     """
     app = pipe.app
@@ -71,8 +73,8 @@ def install_claims(
         for out in handled.sends:
             await send(out)
         if on_decision is not None:
-            for key, body in handled.resolutions:
-                await on_decision(record.partition, key, body)
+            for (key, _body), decided in zip(handled.resolutions, handled.decided, strict=True):
+                await on_decision(key, decided.record)
         _count(metrics, handled)
         metrics.latency.observe(time.perf_counter() - started)
 
@@ -105,8 +107,7 @@ def install_claims(
 
 
 def _count(metrics: Metrics, handled: Handled) -> None:
-    for event in handled.events:
-        metrics.events.labels(event).inc()
+    count(metrics, handled.sends, handled.events)
     claim = handled.claim
     if claim is not None:
         status = claim.status if isinstance(claim.status, str) else "invalid"
@@ -117,13 +118,9 @@ def _count(metrics: Metrics, handled: Handled) -> None:
             if status in {"ok", "not_found", "forbidden", "unavailable", "error"}
             else "other",
         ).inc()
-    for out in handled.sends:
-        if out.headers:
-            reason = dict(out.headers).get("claimwatch.reason", b"").decode()
-            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
     for decided in handled.decided:
         record = decided.record
         field = metrics.field(record["field"])
         metrics.decisions.labels(field, record["outcome"]).inc()
-        if record["outcome"] == "conflict" and decided.previous_outcome != "conflict":
+        if decided.conflict_event == "entered":
             metrics.conflicts.labels(field, record["conflict_kind"] or "value").inc()

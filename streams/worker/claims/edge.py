@@ -408,12 +408,11 @@ class Runtime:
 def conflict_change(decided: Decided) -> dict[str, Any] | None:
     """A record for the conflicts topic when a fact enters or leaves conflict."""
     record = decided.record
-    entered = record["outcome"] == "conflict" and decided.previous_outcome != "conflict"
-    left = decided.previous_outcome == "conflict" and record["outcome"] != "conflict"
-    if not (entered or left):
+    event = decided.conflict_event
+    if event is None:
         return None
     change: dict[str, Any] = {
-        "event": "entered" if entered else "left",
+        "event": event,
         "subject": record["subject"],
         "field": record["field"],
         "decision_id": record["decision_id"],
@@ -421,7 +420,7 @@ def conflict_change(decided: Decided) -> dict[str, Any] | None:
         "at": record["decided_at"],
         "outcome": record["outcome"],
     }
-    if entered:
+    if event == "entered":
         change["conflict_kind"] = record["conflict_kind"]
         change["competing"] = record["alternatives"]
     return change

@@ -26,8 +26,8 @@ def plans_edge(pipe: Pipeline) -> PlansEdge:
     )
 
 
-#: What the claims agent calls with each decision it makes: partition, fact key, record JSON.
-DecisionHook = Callable[[int, bytes, bytes], Awaitable[None]]
+#: What the claims agent calls with each decision it makes: the fact key and the record.
+DecisionHook = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 
 
 def install_plans(
@@ -91,8 +91,8 @@ def install_plans(
         lambda _p: edge.forget(),
     )
 
-    async def on_decision(partition: int, key: bytes, body: bytes) -> None:
-        await send(edge.handle_fact_side(names.decisions, partition, -1, key, body))
+    async def on_decision(key: bytes, record: dict[str, Any]) -> None:
+        await send(edge.on_decided(key, record))
 
     @pipe.plans_table.on_recover
     async def on_plans_recovered() -> None:

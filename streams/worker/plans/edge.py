@@ -8,11 +8,12 @@ cannot read the decisions it needs, and one keyed by fact cannot see a whole ste
    is validated (malformed -> dead-letter topic), stored, and each fact it reads is asked
    for on the internal topic `plans.interest`, keyed by fact key (so co-partitioned with
    `claims`, `decisions` and `resolutions`).
-2. Fact side (home partition of the fact; topics `decisions` and `plans.interest`): per
+2. Fact side (home partition of the fact; topic `plans.interest`, and each decision the
+   claims agent makes there, handed over in process: `on_decided`): per
    fact that some plan reads, the reading plan ids and the last decision passed on. A
    registration is answered at once with the fact's current decision from the
-   `resolutions` table of the same partition (or "none yet"); every newer decision on
-   `decisions` is passed to each reading plan. The answers go to `plans.updates`, keyed
+   `resolutions` table of the same partition (or "none yet"); every newer decision is
+   passed to each reading plan. The answers go to `plans.updates`, keyed
    by plan id, back to the plan side.
 3. The plan side's `PlanBook` re-evaluates only the steps reading that fact and writes the
    changed statuses to `plans.steps`, keyed by plan id.
@@ -255,28 +256,31 @@ class PlansEdge:
     def handle_fact_side(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> PlansHandled:
-        """Process one record of `decisions` or `plans.interest`."""
+        """Process one record of `plans.interest` (decisions come in process: `on_decided`)."""
         out = PlansHandled()
-        if topic == self.names.plans_interest:
-            self._on_interest(partition, offset, key, value or b"", out)
-            return out
-        if key is None or key not in self.facts_table:
-            return out  # no plan reads this fact: not even decoded
+        self._on_interest(partition, offset, key, value or b"", out)
+        return out
+
+    def on_decided(self, key: bytes, record: dict[str, Any]) -> PlansHandled:
+        """A decision the worker just made on this fact's partition (handed over in process)."""
+        out = PlansHandled()
+        if key not in self.facts_table:
+            return out  # no plan reads this fact
         try:
-            view = DecisionView.from_record(loads(value or b""))
-        except (PlanError, ValueError) as exc:
-            origin = (self.names.decisions, partition, offset)
-            out.events.append("plan_dead_letter")
-            reason = f"not a decision: {exc}"
-            out.sends.append(dead_letter(self.names, origin, key, value or b"", reason))
+            view = DecisionView.from_record(record)
+        except (PlanError, ValueError):  # never for the worker's own records; counted if so
+            out.events.append("plan_unreadable_decision")
             return out
+        self._on_view(key, view, out)
+        return out
+
+    def _on_view(self, key: bytes, view: DecisionView, out: PlansHandled) -> None:
         state = FactInterest.from_obj(loads(self.facts_table[key]))
         new, notices = on_fact_decision(state, key.decode(), view)
         if notices:
             out.events.append("plan_fact_decision")
             self._store_fact(key, new)
             self._notices(notices, out)
-        return out
 
     def _on_interest(
         self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
