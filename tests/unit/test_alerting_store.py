@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from streams.core.alerts.lag_state import LagState
+from streams.core.alerts.runner import AlertRunner
+from streams.core.alerts.spike import SpikeState
 from streams.core.policy import CompiledPolicy
+from streams.core.timeutil import parse_rfc3339
 from streams.wire.codec import dumps
 from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
 from streams.worker.edge import tick_value
-from tests.unit.test_alerts import REPLICA, SECOND, T0, Facts
+from tests.unit.test_alerts import REPLICA, SECOND, T0, Facts, lagging_changes, warm_up
 
 FIELD = "payment_status"
 
@@ -48,7 +52,7 @@ def test_each_followed_fact_has_its_own_record(policy: CompiledPolicy) -> None:
 
     feed(runtime, Facts(policy), subjects, T0)
 
-    state = runtime._states[FIELD][1]
+    state = _state(runtime)[1]
     assert {f"{s}|{FIELD}" for s in subjects} == set(state.facts) == fact_keys(table)
     assert b'"facts"' not in table[FIELD.encode()]
 
@@ -74,12 +78,11 @@ def test_a_restarted_runtime_reads_back_the_same_state(policy: CompiledPolicy) -
     table = CountingTable()
     runtime = AlertRuntime(policy, 4, table)
     feed(runtime, Facts(policy), [f"invoice:r-{i}" for i in range(25)], T0)
-    spike, lag = runtime._states[FIELD]
+    spike, lag = _state(runtime)
 
     restarted = AlertRuntime(policy, 4, table)
-    again_spike, again_lag = restarted._load(FIELD)
+    again_spike, again_lag = _state(restarted)
 
-    assert again_spike is not None and again_lag is not None
     assert spike.to_obj() == again_spike.to_obj()
     assert lag.to_obj() == again_lag.to_obj()
     assert list(lag.facts) == list(again_lag.facts)
@@ -105,7 +108,7 @@ def test_a_whole_state_record_of_an_earlier_version_is_split(policy: CompiledPol
     runtime = AlertRuntime(policy, 4, table)
     facts = Facts(policy)
     feed(runtime, facts, ["invoice:a", "invoice:b"], T0)
-    spike, lag = runtime._states[FIELD]
+    spike, lag = _state(runtime)
     legacy: dict[str, Any] = {"spike": spike.to_obj(), "lag": lag.to_obj()}
     old = CountingTable()
     old[FIELD.encode()] = dumps(legacy)
@@ -115,3 +118,49 @@ def test_a_whole_state_record_of_an_earlier_version_is_split(policy: CompiledPol
 
     assert {f"invoice:a|{FIELD}", f"invoice:b|{FIELD}"} == fact_keys(old)
     assert b'"facts"' not in old[FIELD.encode()]
+
+
+def _state(runtime: AlertRuntime) -> tuple[SpikeState, LagState]:
+    found = runtime.state_of(FIELD)
+    assert found is not None
+    return found
+
+
+def test_the_live_edge_raises_what_the_replay_runner_raises(policy: CompiledPolicy) -> None:
+    """Decisions and ticks through the worker's edge give AlertRunner's alerts, in its order."""
+    recorded = Recorded(policy)
+    subjects = [f"invoice:e-{i}" for i in range(8)]
+    warm_up(recorded, subjects)
+    lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
+    runtime = AlertRuntime(policy, 4, CountingTable())
+    runner = AlertRunner(policy)
+    live: list[dict[str, Any]] = []
+    replayed: list[dict[str, Any]] = []
+    next_tick = T0
+    for decision in recorded.decisions:
+        now = parse_rfc3339(decision["decided_at"])
+        while next_tick < now:  # the partition clock ticks every 10 s
+            live += runtime.handle(runtime.home(FIELD), tick_value(next_tick)).alerts
+            replayed += runner.on_clock(next_tick)
+            next_tick += 10 * SECOND
+        live += runtime.handle(runtime.home(FIELD), dumps(decision)).alerts
+        replayed += runner.on_decision(decision, now)
+    for _ in range(60):  # and on, until the replica is judged
+        live += runtime.handle(runtime.home(FIELD), tick_value(next_tick)).alerts
+        replayed += runner.on_clock(next_tick)
+        next_tick += 10 * SECOND
+    assert [] != replayed
+    assert replayed == live
+
+
+class Recorded:
+    """Decisions made through `Facts`, kept in order (observes like `Feed`)."""
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self.facts = Facts(policy)
+        self.decisions: list[dict[str, Any]] = []
+
+    def observe(self, subject: str, at: int, *answers: tuple[str, ...]) -> dict[str, Any]:
+        decision = self.facts.observe(subject, at, *answers)
+        self.decisions.append(decision)
+        return decision

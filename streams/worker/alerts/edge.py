@@ -19,10 +19,10 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.core.alerts.lag import ReplicaLag
 from streams.core.alerts.lag_state import FactTrack, LagState
+from streams.core.alerts.runner import AlertRunner
 from streams.core.alerts.shape import Alert
-from streams.core.alerts.spike import ConflictSpike, SpikeState
+from streams.core.alerts.spike import SpikeState
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import parse_rfc3339
@@ -54,17 +54,20 @@ class AlertBatch:
 
 
 class AlertRuntime:
-    """Feeds decisions and ticks of one worker to the detectors, state in a bytes table."""
+    """Feeds decisions and ticks of one worker to the detectors, state in a bytes table.
+
+    Each alerts-input partition runs one `AlertRunner`, the detectors pair that replay and
+    the detection-quality tests run too, over the fields whose home it is.
+    """
 
     def __init__(
         self, policy: CompiledPolicy, partitions: int, table: MutableMapping[bytes, bytes]
     ) -> None:
-        self.spike = ConflictSpike(policy.policy.alerts.conflict_spike)
-        self.lag = ReplicaLag(policy)
+        self.policy = policy
         self.partitions = partitions
         self.table = table
         self._fields: dict[int, set[str]] = {}
-        self._states: dict[str, tuple[SpikeState, LagState]] = {}
+        self._runners: dict[int, AlertRunner] = {}
         #: per field: facts a decision touched since the last store, and facts in the table
         self._touched: dict[str, set[str]] = {}
         self._written: dict[str, set[str]] = {}
@@ -84,20 +87,34 @@ class AlertRuntime:
             self._fields[partition] = fields
         return fields
 
+    def _runner(self, partition: int) -> AlertRunner:
+        runner = self._runners.get(partition)
+        if runner is None:
+            runner = self._runners[partition] = AlertRunner(self.policy)
+        return runner
+
+    def state_of(self, field: str) -> tuple[SpikeState, LagState] | None:
+        """The detectors' state of a field (loaded from the table if need be), if any."""
+        runner = self._runner(self.home(field))
+        self._load(runner, field)
+        if field not in runner.spikes:
+            return None
+        return runner.spikes[field], runner.lags[field]
+
     def forget(self) -> None:
         """After a rebalance the field index and the states are reloaded from the table."""
         self._fields.clear()
-        self._states.clear()
+        self._runners.clear()
         self._touched.clear()
         self._written.clear()
 
-    def _load(self, field: str) -> tuple[SpikeState | None, LagState | None]:
-        cached = self._states.get(field)
-        if cached is not None:
-            return cached
+    def _load(self, runner: AlertRunner, field: str) -> None:
+        """Give the runner the field's stored state, unless it holds it already (or none)."""
+        if field in runner.spikes:
+            return
         raw = self.table.get(field.encode())
         if raw is None:
-            return None, None
+            return
         obj = loads(raw)
         lag = LagState.from_obj(obj["lag"])
         if "facts" in obj["lag"]:  # written whole by an earlier version: split on next store
@@ -113,16 +130,11 @@ class AlertRuntime:
             tracks.sort(key=lambda kv: (kv[1].touched, kv[0]))  # oldest first, as kept
             lag.facts = dict(tracks)
             self._written[field] = set(lag.facts)
-        state = SpikeState.from_obj(obj["spike"]), lag
-        self._states[field] = state
-        return state
-
-    def _keep(self, field: str, spike: SpikeState, lag: LagState) -> None:
-        """Hold the state in memory; it reaches the table (and its changelog) on the tick."""
-        self._states[field] = (spike, lag)
+        runner.spikes[field] = SpikeState.from_obj(obj["spike"])
+        runner.lags[field] = lag
 
     def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:
-        self._states[field] = (spike, lag)
+        """Write a field's state (the tick does, about once a second)."""
         self.table[field.encode()] = dumps(
             {"spike": spike.to_obj(), "lag": lag.to_obj(facts=False)}
         )
@@ -144,29 +156,26 @@ class AlertRuntime:
             return self.tick(partition, at)
         decision: dict[str, Any] = loads(value)
         field = str(decision["field"])
-        now = parse_rfc3339(decision["decided_at"])
-        spike_state, lag_state = self._load(field)
-        spike_state, alerts = self.spike.step(spike_state, decision, now)
-        lag_state, more = self.lag.step(lag_state, decision, now)
-        self._keep(field, spike_state, lag_state)
+        runner = self._runner(partition)
+        self._load(runner, field)
+        alerts = runner.on_decision(decision, parse_rfc3339(decision["decided_at"]))
         self._touched.setdefault(field, set()).add(fact_key(decision["subject"], field))
         self._known(partition).add(field)
-        return AlertBatch(alerts + more)
+        return AlertBatch(alerts)
 
     def tick(self, partition: int, at_us: int) -> AlertBatch:
         """Move the detectors of this partition's fields to `at_us`."""
-        batch = AlertBatch()
+        runner = self._runner(partition)
         for name in sorted(self._known(partition)):
-            spike_state, lag_state = self._load(name)
-            if spike_state is None or lag_state is None:
-                continue
-            spike_state, out = self.spike.advance(spike_state, at_us)
-            lag_state, more = self.lag.advance(lag_state, at_us)
-            batch.alerts += out + more
-            horizon = (lag_state.clock or at_us) - self.lag.eval_us
+            self._load(runner, name)
+        batch = AlertBatch(runner.on_clock(at_us))
+        lag_detector = runner.lag
+        for name in sorted(runner.lags):
+            lag_state = runner.lags[name]
+            horizon = (lag_state.clock or at_us) - lag_detector.eval_us
             for source in sorted(lag_state.sources):
                 track = lag_state.sources[source]
-                figures = track.figures(horizon, self.lag.bucket_us)
+                figures = track.figures(horizon, lag_detector.bucket_us)
                 batch.figures.append(
                     SourceFigures(
                         name,
@@ -176,5 +185,5 @@ class AlertRuntime:
                         figures["dissent_ratio"],
                     )
                 )
-            self._store(name, spike_state, lag_state)
+            self._store(name, runner.spikes[name], lag_state)
         return batch
