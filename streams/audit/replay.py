@@ -16,7 +16,7 @@ from streams.core.policy import CompiledPolicy
 from streams.core.signing import BAD_SIGNATURE
 from streams.wire.codec import DecodeError, decode_claim
 from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import Handled, MemoryFacts, Runtime
+from streams.worker.claims.edge import ClaimsHandled, MemoryFacts, Runtime
 
 
 @dataclass(slots=True)
@@ -57,7 +57,7 @@ class Replayer:
         #: called with each decision record and its JSON (already serialized by the runtime)
         self.on_decision: Callable[[dict[str, Any], bytes], None] | None = None
 
-    def _collect(self, handled: Handled) -> None:
+    def _collect(self, handled: ClaimsHandled) -> None:
         for decided, body in zip(handled.decided, handled.bodies, strict=True):
             self.result.decisions.append(decided.record)
             if self.on_decision is not None:

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from streams.wire.codec import DecodeError, dumps, loads
@@ -103,6 +103,22 @@ def dead_letter(
 
 
 T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Handled:
+    """What one input record led to: records to send and events to count.
+
+    Each feature's edge returns a subclass carrying what its agent needs besides.
+    """
+
+    sends: list[Outgoing] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+    def elsewhere(self, record: Elsewhere) -> None:
+        """The record goes to the DLQ or to its home partition instead of being handled."""
+        self.events.append(record.event)
+        self.sends.append(record.send)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from streams.core.policy import CompiledPolicy
 from streams.core.signing import signed
 from streams.core.timeutil import format_rfc3339
 from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import Handled, Runtime
+from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.metrics import dlq_reason_label
 from tests.unit.test_processor import SECOND, T0
 
@@ -49,12 +49,12 @@ def envelope(value: str = "paid", source: str = "ledger-a", cid: str = "c1") -> 
     }
 
 
-def decisions(handled: Handled) -> list[dict[str, Any]]:
+def decisions(handled: ClaimsHandled) -> list[dict[str, Any]]:
     """Decision records sent to the decisions topic."""
     return [orjson.loads(s.value) for s in handled.sends if s.topic == NAMES.decisions]
 
 
-def dead_letters(handled: Handled) -> list[str]:
+def dead_letters(handled: ClaimsHandled) -> list[str]:
     """Reasons of the records sent to the DLQ."""
     return [
         dict(s.headers)["claimwatch.reason"].decode() for s in handled.sends if s.topic == NAMES.dlq

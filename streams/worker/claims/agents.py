@@ -13,7 +13,7 @@ from streams.core.claim import fact_key
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
-from streams.worker.claims.edge import Handled, Runtime
+from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.edge import Outgoing, Record, RecordGuard, record_of
 from streams.worker.faust_kit import (
     Supervise,
@@ -106,7 +106,7 @@ def install_claims(
         return web.json(loads(body))
 
 
-def _count(metrics: Metrics, handled: Handled) -> None:
+def _count(metrics: Metrics, handled: ClaimsHandled) -> None:
     count(metrics, handled.sends, handled.events)
     claim = handled.claim
     if claim is not None:

@@ -20,6 +20,7 @@ from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import (
     TICK_KEY,
     Elsewhere,
+    Handled,
     Outgoing,
     dead_letter,
     decode_at_home,
@@ -32,12 +33,10 @@ CLOCK_PREFIX: Final = b"\x00clock/"
 
 
 @dataclass(slots=True)
-class Handled:
+class ClaimsHandled(Handled):
     """What one input record led to: records to send, table writes, counters."""
 
-    sends: list[Outgoing] = field(default_factory=list)
     resolutions: list[tuple[bytes, bytes]] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
     decided: list[Decided] = field(default_factory=list)
     #: the JSON of each decided record, in the same order (serialized once, here)
     bodies: list[bytes] = field(default_factory=list)
@@ -224,9 +223,9 @@ class Runtime:
         key: bytes | None,
         value: bytes | None,
         timestamp_us: int | None = None,
-    ) -> Handled:
+    ) -> ClaimsHandled:
         """Process one record of the claims topic (`timestamp_us`: the record's broker time)."""
-        out = Handled()
+        out = ClaimsHandled()
         if value is None:
             out.events.append("tombstone")
             reason = "tombstone: a null value is not a claim (claims are never deleted)"
@@ -239,14 +238,18 @@ class Runtime:
             self.names, origin, key, value, decode_claim, _fact_key_bytes, self.partitions
         )
         if isinstance(claim, Elsewhere):
-            out.events.append(claim.event)
-            out.sends.append(claim.send)
+            out.elsewhere(claim)
             return out
         return self.handle_claim(partition, offset, claim, value, out, timestamp_us)
 
     def _handle_tick(
-        self, partition: int, offset: int, value: bytes, timestamp_us: int | None, out: Handled
-    ) -> Handled:
+        self,
+        partition: int,
+        offset: int,
+        value: bytes,
+        timestamp_us: int | None,
+        out: ClaimsHandled,
+    ) -> ClaimsHandled:
         """A tick record: the clock moves at most to the record's broker time minus lateness.
 
         A malformed tick is ignored; a tick later than that bound (forged, or from a writer
@@ -279,9 +282,9 @@ class Runtime:
         offset: int,
         claim: Claim,
         value: bytes,
-        out: Handled | None = None,
+        out: ClaimsHandled | None = None,
         arrival_us: int | None = None,
-    ) -> Handled:
+    ) -> ClaimsHandled:
         """Process a decoded claim that is already in its home partition.
 
         `arrival_us` is when the claim reached the log (the record's timestamp; the claims
@@ -290,7 +293,7 @@ class Runtime:
         have: a backlog read after a pause, or a quiet gap, does not leave later claims
         "ahead of the clock", while a claim observed far beyond its own arrival still is.
         """
-        out = out if out is not None else Handled()
+        out = out if out is not None else ClaimsHandled()
         proc = self._at(partition, offset, out, arrival_us)
         before = proc.clock_us
         if arrival_us is not None:
@@ -313,7 +316,7 @@ class Runtime:
         return out
 
     def _at(
-        self, partition: int, offset: int, out: Handled, timestamp_us: int | None = None
+        self, partition: int, offset: int, out: ClaimsHandled, timestamp_us: int | None = None
     ) -> PartitionProcessor:
         """The processor of a partition, positioned at an input offset.
 
@@ -331,7 +334,7 @@ class Runtime:
         return proc
 
     def _repair_clock(
-        self, proc: PartitionProcessor, timestamp_us: int | None, out: Handled
+        self, proc: PartitionProcessor, timestamp_us: int | None, out: ClaimsHandled
     ) -> None:
         """Bring back a stored clock that is ahead of the wall clock by more than the skew.
 
@@ -348,13 +351,13 @@ class Runtime:
             proc.clock_us = min(stamp, now) - self.lateness_us
             self._store_clock(proc, None, force=True)
 
-    def flush(self) -> list[Handled]:
+    def flush(self) -> list[ClaimsHandled]:
         """End of input: close the open windows of every partition, in partition order."""
         return [self.flush_partition(p) for p in sorted(self._processors)]
 
-    def flush_partition(self, partition: int) -> Handled:
+    def flush_partition(self, partition: int) -> ClaimsHandled:
         """End of one partition's input: close its open windows at their deadlines."""
-        out = Handled()
+        out = ClaimsHandled()
         proc = self._processors.get(partition)
         if proc is not None:
             self._emit(proc.flush(), partition, out)
@@ -379,7 +382,7 @@ class Runtime:
             self.table[CLOCK_PREFIX + str(proc.partition).encode()] = str(clock).encode()
             self._stored_clock[proc.partition] = clock
 
-    def _emit(self, step: StepResult, partition: int, out: Handled) -> None:
+    def _emit(self, step: StepResult, partition: int, out: ClaimsHandled) -> None:
         out.events.extend(step.events)
         for decided in step.decisions:
             record = decided.record

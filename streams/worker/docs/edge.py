@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -27,7 +27,7 @@ from streams.core.docstore import (
 )
 from streams.wire.codec import dumps, loads
 from streams.wire.topics import TopicNames, misplaced
-from streams.worker.edge import Outgoing, dead_letter
+from streams.worker.edge import Handled, Outgoing, dead_letter
 
 HEAD_PREFIX: Final = b"d/"
 VERSION_PREFIX: Final = b"v/"
@@ -46,11 +46,9 @@ def version_key(path: str, number: int) -> bytes:
 
 
 @dataclass(slots=True)
-class DocsHandled:
+class DocsHandled(Handled):
     """What one record of the publish topic led to: records to send, counters, the response."""
 
-    sends: list[Outgoing] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
     response: dict[str, Any] | None = None
 
 

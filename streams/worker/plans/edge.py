@@ -45,7 +45,7 @@ from streams.core.plans import (
 )
 from streams.wire.codec import decode_model, dumps, loads
 from streams.wire.topics import TopicNames, misplaced, partition_for
-from streams.worker.edge import Elsewhere, Outgoing, dead_letter, decode_at_home
+from streams.worker.edge import Elsewhere, Handled, Outgoing, dead_letter, decode_at_home
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
@@ -54,11 +54,9 @@ PLAN_PREFIX: Final = b"p/"
 
 
 @dataclass(slots=True)
-class PlansHandled:
+class PlansHandled(Handled):
     """What one record led to: records to send, counters, and the step statuses emitted."""
 
-    sends: list[Outgoing] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
     statuses: list[StepStatus] = field(default_factory=list)
 
 
@@ -151,8 +149,7 @@ class PlansEdge:
             self.names, origin, key, value, decode_plan, _plan_key, self.partitions, "plan_"
         )
         if isinstance(plan, Elsewhere):
-            out.events.append(plan.event)
-            out.sends.append(plan.send)
+            out.elsewhere(plan)
             return
         book = self.book(partition)
         old = book.plans.get(plan.plan_id)

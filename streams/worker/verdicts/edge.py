@@ -13,6 +13,7 @@ from streams.wire.topics import TopicNames
 from streams.worker.edge import (
     TICK_KEY,
     Elsewhere,
+    Handled,
     Outgoing,
     decode_at_home,
     tick_time,
@@ -24,11 +25,9 @@ CLOCK_PREFIX: Final = b"c/"
 
 
 @dataclass(slots=True)
-class VerdictsHandled:
+class VerdictsHandled(Handled):
     """What one record of the verdicts topic led to: records to send, counters, decisions."""
 
-    sends: list[Outgoing] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -115,8 +114,7 @@ class VerdictsEdge:
                 "verdict_",
             )  # fmt: skip
             if isinstance(signal, Elsewhere):
-                out.events.append(signal.event)
-                out.sends.append(signal.send)
+                out.elsewhere(signal)
                 return out
             held = runner.requests.get(signal.request_id)
             dropped = held.dropped if held is not None else 0
