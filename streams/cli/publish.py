@@ -12,13 +12,12 @@ from typing import IO, Annotated, Any
 
 import orjson
 import typer
-from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.audit.resolve_file import LineError
 from streams.cli.common import fail, open_input
 from streams.client.publisher import InvalidClaim, validate
 from streams.policy.signing_keys import client_key
+from streams.wire import kafka
 from streams.wire.codec import MAX_CLAIM_BYTES
 from streams.wire.kafka import client_security, env_bootstrap, env_prefix
 from streams.wire.topics import TopicNames, ensure_topics
@@ -87,9 +86,7 @@ async def publish_file(
     names = TopicNames(prefix)
     security = client_security()
     result = PublishResult(topic=names.claims)
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5, **security
-    )
+    producer = kafka.producer(bootstrap, linger_ms=5)
     try:
         await _ensure_claims_topic(bootstrap, names, partitions, security)
         await producer.start()
@@ -125,7 +122,7 @@ async def _ensure_claims_topic(
 
     A claims topic auto-created by the first send would have one partition.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security)
+    admin = kafka.admin(bootstrap)
     await admin.start()
     try:
         exists = names.claims in set(await admin.list_topics())

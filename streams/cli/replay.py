@@ -18,7 +18,7 @@ from streams.audit.diff import Diff
 from streams.audit.replay import Replayed, Replayer, read_range, topic_range
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
-from streams.wire.kafka import client_security, env_bootstrap
+from streams.wire import kafka
 from streams.wire.topics import TopicNames
 
 
@@ -84,15 +84,7 @@ def replay_file(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
 
 def _reader(bootstrap: str | None) -> Any:
     """A consumer with no group (assign and seek; never commits), read_committed."""
-    from aiokafka import AIOKafkaConsumer
-
-    return AIOKafkaConsumer(
-        bootstrap_servers=bootstrap or env_bootstrap(),
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        **client_security(),
-    )
+    return kafka.consumer(bootstrap)
 
 
 async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
@@ -195,11 +187,7 @@ async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]
 
 async def write_topic(topic: str, decisions: list[dict[str, Any]], bootstrap: str | None) -> None:
     """Send replayed decisions to a topic of the user's choice (keyed by fact)."""
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap or env_bootstrap(), acks="all", **client_security()
-    )
+    producer = kafka.producer(bootstrap)
     try:
         await producer.start()
         for record in decisions:

@@ -10,14 +10,13 @@ from typing import Any, Final, TextIO
 
 import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from streams.core.claim import fact_key
 from streams.core.timeutil import TimestampError, parse_rfc3339
-from streams.wire.kafka import client_security
+from streams.wire import kafka
 
 OUTCOMES: Final = ("resolved", "conflict", "insufficient", "rejected")
 OUTCOME_STYLES: Final = {
@@ -86,8 +85,7 @@ class DecisionTail:
 
     async def start(self) -> None:
         """Assign every partition and seek to its beginning or its (committed) end."""
-        security = client_security()
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, **security)
+        admin = kafka.admin(self.bootstrap)
         await admin.start()
         try:  # all topics: asking for this one by name would auto-create it on some brokers
             described = await admin.describe_topics()
@@ -101,13 +99,7 @@ class DecisionTail:
         ]
         if not partitions:
             raise TopicMissing(f"topic {self.topic} does not exist (has a worker run with it?)")
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            isolation_level="read_committed",
-            **security,
-        )
+        consumer = kafka.consumer(self.bootstrap)
         await consumer.start()
         self._consumer = consumer
         consumer.assign(partitions)

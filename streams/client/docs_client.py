@@ -19,13 +19,14 @@ from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import aiohttp
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from streams.core.docstore import RequestError, validate
 from streams.core.merge import merge
+from streams.wire import kafka
 from streams.wire.codec import dumps, loads
-from streams.wire.kafka import client_security, env_bootstrap, env_prefix
+from streams.wire.kafka import env_prefix
 from streams.wire.topics import TopicNames
 
 #: Merged publishes tried again after another writer slipped in, before `contention`.
@@ -55,14 +56,8 @@ class DocsClient:
         self.web_url = web_url.rstrip("/") if web_url else None
         self.timeout = timeout
         self.max_retries = max_retries
-        bootstrap = bootstrap or env_bootstrap()
-        security = client_security()
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, **security
-        )
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, **security
-        )
+        self._producer = kafka.producer(bootstrap)
+        self._consumer = kafka.consumer(bootstrap, isolation_level="read_uncommitted")
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None

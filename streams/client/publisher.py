@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaProducer
 from pydantic import ValidationError
 
 from schemas.claim import ClaimEnvelope
 from streams.core.signing import signed
-from streams.wire.kafka import client_security, env_bootstrap, env_prefix
+from streams.wire import kafka
+from streams.wire.kafka import env_prefix
 from streams.wire.topics import TopicNames
 
 
@@ -58,13 +58,7 @@ class Publisher:
         self.names = TopicNames(prefix if prefix is not None else env_prefix())
         #: when set, every claim is signed with it (the policy's `signing` key of its source)
         self.signing_key = signing_key
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap or env_bootstrap(),
-            acks="all",
-            enable_idempotence=True,
-            linger_ms=5,
-            **{**client_security(), **producer},
-        )
+        self._producer = kafka.producer(bootstrap, linger_ms=5, **producer)
 
     async def __aenter__(self) -> Publisher:
         await self._producer.start()

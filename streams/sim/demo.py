@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 from rich.console import Console
 from rich.text import Text
@@ -25,7 +24,8 @@ from streams.client.publisher import Publisher
 from streams.policy.loading import load_policy
 from streams.policy.source import PolicyError
 from streams.sim.demo_agents import Simulation
-from streams.wire.kafka import client_security, env_bootstrap
+from streams.wire import kafka
+from streams.wire.kafka import env_bootstrap
 from streams.wire.topics import TopicNames
 
 ACTION_STYLES = {"proceed": "green", "degrade": "yellow", "escalate": "red"}
@@ -80,7 +80,7 @@ def _worker_command(args: argparse.Namespace, bootstrap: str, app_id: str) -> li
 
 
 async def _topics(bootstrap: str) -> dict[str, list[int]]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
+    admin = kafka.admin(bootstrap)
     await admin.start()
     try:
         return {
@@ -96,9 +96,7 @@ async def _skip_old_claims(bootstrap: str, topic: str, app_id: str) -> None:
     partitions = (await _topics(bootstrap)).get(topic)
     if not partitions:
         return
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=app_id, enable_auto_commit=False, **client_security()
-    )
+    consumer = kafka.consumer(bootstrap, group_id=app_id)
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in partitions]
@@ -270,7 +268,7 @@ class Demo:
         with contextlib.suppress(Exception):
             mine = [t for t in await _topics(self.bootstrap) if self.app_id in t]
             if mine:
-                admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, **client_security())
+                admin = kafka.admin(self.bootstrap)
                 await admin.start()
                 try:
                     await admin.delete_topics(mine)

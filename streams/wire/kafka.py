@@ -1,10 +1,13 @@
-"""Kafka client settings shared by every client: CLAIMWATCH_* variables, then defaults."""
+"""Kafka clients of the deployment: settings from CLAIMWATCH_* variables, and client factories."""
 
 from __future__ import annotations
 
 import os
 import ssl
 from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_PREFIX = "claimwatch."
@@ -41,3 +44,41 @@ def client_security() -> dict[str, Any]:
             context.load_cert_chain(cert, key)
         settings["ssl_context"] = context
     return settings
+
+
+def producer(bootstrap: str | None = None, **options: Any) -> AIOKafkaProducer:
+    """A producer to the deployment's broker: acks from all replicas, idempotent.
+
+    With the CLAIMWATCH_* security settings; `options` add to or override all of those.
+    """
+    return AIOKafkaProducer(
+        **{
+            "bootstrap_servers": bootstrap or env_bootstrap(),
+            "acks": "all",
+            "enable_idempotence": True,
+            **client_security(),
+            **options,
+        }
+    )
+
+
+def consumer(bootstrap: str | None = None, **options: Any) -> AIOKafkaConsumer:
+    """A reader of the deployment's topics: no group, no auto-commit, read_committed.
+
+    It assigns and seeks itself; `options` add to or override those settings.
+    """
+    return AIOKafkaConsumer(
+        **{
+            "bootstrap_servers": bootstrap or env_bootstrap(),
+            "group_id": None,
+            "enable_auto_commit": False,
+            "isolation_level": "read_committed",
+            **client_security(),
+            **options,
+        }
+    )
+
+
+def admin(bootstrap: str | None = None) -> AIOKafkaAdminClient:
+    """An admin client of the deployment's broker (with the CLAIMWATCH_* security settings)."""
+    return AIOKafkaAdminClient(bootstrap_servers=bootstrap or env_bootstrap(), **client_security())
