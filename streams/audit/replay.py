@@ -16,7 +16,8 @@ from streams.core.policy import CompiledPolicy
 from streams.core.signing import BAD_SIGNATURE
 from streams.wire.codec import DecodeError, decode_claim
 from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import ClaimsHandled, MemoryFacts, Runtime
+from streams.worker.claims.edge import ClaimsHandled, Runtime
+from streams.worker.claims.facts import MemoryFacts
 
 
 @dataclass(slots=True)

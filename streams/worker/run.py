@@ -20,7 +20,8 @@ from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
 from streams.worker.app import Pipeline, build_app
 from streams.worker.claims.agents import install_claims
-from streams.worker.claims.edge import Runtime, TableFacts
+from streams.worker.claims.edge import Runtime
+from streams.worker.claims.facts import TableFacts
 from streams.worker.docs.agents import install_docs
 from streams.worker.docs.edge import DocsEdge
 from streams.worker.faust_kit import supervisor
