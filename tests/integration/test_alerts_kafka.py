@@ -20,7 +20,7 @@ from tests.integration.harness import (
     wait_for_ticks,
     write_policy,
 )
-from tests.unit.test_monitoring_config import named_metrics
+from tests.support.metrics import named_metrics
 
 pytest_plugins = ["tests.integration.harness"]
 pytestmark = pytest.mark.kafka

@@ -12,7 +12,8 @@ from streams.core.timeutil import parse_rfc3339
 from streams.wire.codec import dumps
 from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
 from streams.worker.edge import tick_value
-from tests.unit.test_alerts import REPLICA, SECOND, T0, Facts, lagging_changes, warm_up
+from tests.support.alerts import REPLICA, Facts, lagging_changes, warm_up
+from tests.support.clocks import SECOND, T0
 
 FIELD = "payment_status"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from typing import Any
 
 from hypothesis import given
@@ -12,16 +11,13 @@ from hypothesis import strategies as st
 
 from schemas.alert import AlertRecord
 from schemas.policy import ConflictSpikeAlert
-from streams.core.alerts import Alert, ConflictSpike, LagState, ReplicaLag, SpikeState, poisson_sf
-from streams.core.claim import Claim, claim_from_envelope
+from streams.core.alerts import Alert, ConflictSpike, LagState, SpikeState, poisson_sf
 from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from streams.core.timeutil import format_rfc3339
+from tests.support.alerts import REPLICA, Feed, lagging_changes, warm_up
+from tests.support.clocks import SECOND, T0
 
-T0 = parse_rfc3339("2026-09-14T09:00:00Z")
-SECOND = 1_000_000
 MINUTE = 60 * SECOND
-REPLICA = "reporting-replica@eu-west-1"
 
 # --------------------------------------------------------------------------- spike helpers
 
@@ -162,78 +158,6 @@ def test_poisson_tail_matches_the_direct_sum(count: int, expected: float) -> Non
 
 
 # --------------------------------------------------------------------------- lag helpers
-
-
-class Facts:
-    """Claims per fact, decided with the real resolver; a decision per observation."""
-
-    def __init__(self, policy: CompiledPolicy) -> None:
-        self.policy = policy
-        self.claims: dict[str, list[Claim]] = defaultdict(list)
-        self.count = 0
-
-    def observe(self, subject: str, at: int, *answers: tuple[str, ...]) -> dict[str, Any]:
-        """Sources answer (source, value[, lineage]) at `at`; the fact is decided 2 s later."""
-        for source, value, *lineage in answers:
-            self.count += 1
-            envelope = {
-                "claim_id": f"c{self.count:05d}",
-                "subject": subject,
-                "field": "payment_status",
-                "source": source,
-                "observed_at": format_rfc3339(at),
-                "status": "ok",
-                "value": value,
-            }
-            if lineage:
-                envelope["lineage"] = lineage[0]
-            self.claims[subject].append(claim_from_envelope(envelope))
-        live = [c for c in self.claims[subject] if (c.observed_us or 0) >= at - 90 * SECOND]
-        self.claims[subject] = live
-        return resolve(live, self.policy, at + 2 * SECOND)
-
-
-class Feed:
-    """A lag detector fed through `Facts`, collecting alerts."""
-
-    def __init__(self, policy: CompiledPolicy) -> None:
-        self.facts = Facts(policy)
-        self.detector = ReplicaLag(policy)
-        self.state: LagState | None = None
-        self.alerts: list[Alert] = []
-
-    def observe(self, subject: str, at: int, *answers: tuple[str, ...]) -> dict[str, Any]:
-        decision = self.facts.observe(subject, at, *answers)
-        self.state, out = self.detector.step(self.state, decision, at + 2 * SECOND)
-        self.alerts += out
-        return decision
-
-    def advance(self, now: int) -> None:
-        assert self.state is not None
-        self.state, out = self.detector.advance(self.state, now)
-        self.alerts += out
-
-    def statuses(self) -> list[tuple[str, str]]:
-        return [(a["status"], a.get("previous_status", "")) for a in self.alerts]
-
-
-def warm_up(feed: Feed, subjects: list[str]) -> None:
-    """Every fact's first value, and one change the replica picks up 2 s late (a catch-up)."""
-    for i, subject in enumerate([*subjects, "invoice:warm"]):
-        feed.observe(subject, T0 + i * SECOND, ("billing-api", "unpaid"), (REPLICA, "unpaid"))
-    feed.observe("invoice:warm", T0 + 50 * SECOND, ("billing-api", "paid"), (REPLICA, "unpaid"))
-    feed.observe("invoice:warm", T0 + 52 * SECOND, (REPLICA, "paid"))
-
-
-def lagging_changes(feed: Feed, subjects: list[str], at: int, old: str, new: str) -> None:
-    """Owner moves each fact to `new` at `at` (+1 s apart); the replica lags 100 s behind."""
-    for phase, answers in ((0, "both"), (70, "old"), (100, "new")):
-        for i, subject in enumerate(subjects):
-            moment = at + (phase + i) * SECOND
-            if answers == "both":
-                feed.observe(subject, moment, ("billing-api", new), (REPLICA, old))
-            else:
-                feed.observe(subject, moment, (REPLICA, old if answers == "old" else new))
 
 
 # --------------------------------------------------------------------------- lag tests

@@ -17,40 +17,16 @@ from streams.core.argue.verdicts import (
     VerdictProcessor,
     VerdictRunner,
 )
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from streams.core.timeutil import format_rfc3339
+from tests.support.clocks import SECOND, T0
+from tests.support.verdicts import BASELINE, PII, POLICY
 
 ROOT = Path(__file__).resolve().parents[2]
-T0 = parse_rfc3339("2026-09-14T09:00:00Z")
-SECOND = 1_000_000
-BASELINE = VerdictArgument("baseline_allow", "opa", "baseline", "allowed by default", 0.3, "allow")
-PII = VerdictArgument(
-    "pii_moderate", "pii-scanner", "pii_detected", "2 e-mails: mask", 0.6, "modify"
-)
 TRUST = VerdictArgument(
     "knowledge_trust_0", "knowledge-hub", "trusted_domain", "trusted", 0.8, "allow"
 )
 
 # ---------------------------------------------------------------- policy and verdict stream
-
-POLICY: dict[str, Any] = {
-    "policy_version": "verdicts-1",
-    "argumentation": {
-        "attack_rules": [
-            {"attacker_kind": "pii_detected", "attacked_kind": "baseline", "type": "undercut"},
-            {
-                "attacker_kind": "trusted_domain",
-                "attacked_kind": "pii_detected",
-                "type": "undermine",
-            },
-        ],
-        "expected_checks": {
-            "upload": ["opa", "pii-scanner", "knowledge-hub"],
-            "*": ["opa", "pii-scanner"],
-        },
-        "timeout": "5s",
-        "remember": "60s",
-    },
-}
 
 
 def _config() -> VerdictConfig:

@@ -3,35 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.cli import CLAIMWATCH, run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMS = ROOT / "examples" / "claims.jsonl"
 NOW = "2026-09-14T09:12:30Z"
-CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
-
-
-def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(CLAIMWATCH), *args],
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
 
 
 def _resolve(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return _run("resolve", "--policy", str(POLICY), "--now", NOW, *args, stdin=stdin)
+    return run_cli("resolve", "--policy", str(POLICY), "--now", NOW, *args, stdin=stdin)
 
 
 def _decisions(stdout: bytes) -> list[dict[str, Any]]:
@@ -121,7 +108,7 @@ def test_bad_policy_exits_2_naming_the_key(tmp_path: Path) -> None:
     policy.write_text(
         "policy_version: v1\nfields:\n  balance: {type: money, freshness: 60s}\n", encoding="utf-8"
     )
-    done = _run("resolve", "--policy", str(policy), "--now", NOW, str(CLAIMS))
+    done = run_cli("resolve", "--policy", str(policy), "--now", NOW, str(CLAIMS))
     stderr = done.stderr.decode()
     assert 2 == done.returncode
     assert b"" == done.stdout
@@ -133,7 +120,7 @@ def test_bad_policy_exits_2_naming_the_key(tmp_path: Path) -> None:
 def test_missing_policy_file_exits_2(tmp_path: Path) -> None:
     """A policy path that does not exist is bad usage: exit 2, the path on stderr."""
     missing = tmp_path / "nope.yaml"
-    done = _run("resolve", "--policy", str(missing), "--now", NOW, str(CLAIMS))
+    done = run_cli("resolve", "--policy", str(missing), "--now", NOW, str(CLAIMS))
     assert 2 == done.returncode
     assert b"" == done.stdout
     assert str(missing) in done.stderr.decode()
@@ -153,7 +140,7 @@ def test_oversized_policy_exits_2_with_its_size(tmp_path: Path, command: str) ->
     big = tmp_path / "policy.yaml"
     with big.open("wb") as handle:
         handle.truncate(50 * 1024 * 1024)
-    done = _run(*POLICY_COMMANDS[command](str(big)))
+    done = run_cli(*POLICY_COMMANDS[command](str(big)))
     expected = (
         f"claimwatch: {big}: 52428800 bytes exceeds the 1048576-byte policy limit "
         "(--max-policy-bytes)\n"
@@ -164,7 +151,7 @@ def test_oversized_policy_exits_2_with_its_size(tmp_path: Path, command: str) ->
 @pytest.mark.parametrize("command", sorted(POLICY_COMMANDS))
 def test_max_policy_bytes_lowers_the_limit(command: str) -> None:
     """`--max-policy-bytes` below the example's size refuses it with exit 2, naming the limit."""
-    done = _run(*POLICY_COMMANDS[command](str(POLICY)), "--max-policy-bytes", "100")
+    done = run_cli(*POLICY_COMMANDS[command](str(POLICY)), "--max-policy-bytes", "100")
     size = POLICY.stat().st_size
     expected = (
         f"claimwatch: {POLICY}: {size} bytes exceeds the 100-byte policy limit "
@@ -178,9 +165,9 @@ def test_max_policy_bytes_raises_the_limit(tmp_path: Path, command: str) -> None
     """A policy padded past 1 MiB is refused by default and decides like the example if allowed."""
     padded = tmp_path / "policy.yaml"
     padded.write_bytes(POLICY.read_bytes() + b"#" * (1024 * 1024))
-    refused = _run(*POLICY_COMMANDS[command](str(padded)))
-    allowed = _run(*POLICY_COMMANDS[command](str(padded)), "--max-policy-bytes", "2097152")
-    example = _run(*POLICY_COMMANDS[command](str(POLICY)))
+    refused = run_cli(*POLICY_COMMANDS[command](str(padded)))
+    allowed = run_cli(*POLICY_COMMANDS[command](str(padded)), "--max-policy-bytes", "2097152")
+    example = run_cli(*POLICY_COMMANDS[command](str(POLICY)))
     assert (2, 0) == (refused.returncode, allowed.returncode)
     assert "1048576-byte policy limit" in refused.stderr.decode()
     assert example.stdout == allowed.stdout
@@ -188,7 +175,7 @@ def test_max_policy_bytes_raises_the_limit(tmp_path: Path, command: str) -> None
 
 def test_max_policy_bytes_must_be_positive() -> None:
     """A limit of zero is bad usage: exit 2 naming the option."""
-    done = _run("resolve", "--policy", str(POLICY), "--max-policy-bytes", "0", str(CLAIMS))
+    done = run_cli("resolve", "--policy", str(POLICY), "--max-policy-bytes", "0", str(CLAIMS))
     assert 2 == done.returncode
     assert "--max-policy-bytes" in done.stderr.decode()
 
@@ -197,7 +184,7 @@ def test_invalid_utf8_policy_exits_2_naming_line_and_offset(tmp_path: Path) -> N
     """A policy with a byte that is not UTF-8: exit 2, one line naming the line and byte offset."""
     policy = tmp_path / "policy.yaml"
     policy.write_bytes(POLICY.read_bytes() + b"# caf\xe9\n")
-    done = _run(*POLICY_COMMANDS["resolve"](str(policy)))
+    done = run_cli(*POLICY_COMMANDS["resolve"](str(policy)))
     offset = POLICY.stat().st_size + len(b"# caf")
     line = POLICY.read_bytes().count(b"\n") + 1
     expected = f"claimwatch: {policy}:{line}: invalid UTF-8 byte 0xe9 at byte offset {offset}\n"
@@ -218,7 +205,7 @@ def test_policy_that_is_no_mapping_exits_2_in_one_line(
     """Bad YAML or a non-mapping top level: exit 2 and a single stderr line, no traceback."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(text, encoding="utf-8")
-    done = _run(*POLICY_COMMANDS["resolve"](str(policy)))
+    done = run_cli(*POLICY_COMMANDS["resolve"](str(policy)))
     stderr = done.stderr.decode()
     assert (2, 1) == (done.returncode, len(stderr.splitlines()))
     assert words in stderr
@@ -235,7 +222,7 @@ def test_missing_claims_file_exits_2(tmp_path: Path) -> None:
 
 def test_bad_now_exits_2() -> None:
     """An unparseable --now is bad usage: exit 2, naming the option and the value."""
-    done = _run("resolve", "--policy", str(POLICY), "--now", "yesterday", str(CLAIMS))
+    done = run_cli("resolve", "--policy", str(POLICY), "--now", "yesterday", str(CLAIMS))
     stderr = done.stderr.decode()
     assert 2 == done.returncode
     assert b"" == done.stdout
@@ -245,6 +232,6 @@ def test_bad_now_exits_2() -> None:
 
 def test_help_lists_resolve() -> None:
     """`claimwatch --help` succeeds and lists the resolve command."""
-    done = _run("--help")
+    done = run_cli("--help")
     assert 0 == done.returncode
     assert "resolve" in done.stdout.decode()

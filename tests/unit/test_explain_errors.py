@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_cli import _run
+from tests.support.cli import run_cli
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,10 @@ def test_explain_names_what_is_wrong_from_a_file_and_from_stdin(
     """Exit 1 with the file (or <stdin>), the line and the reason; no traceback."""
     path = tmp_path / "decisions.jsonl"
     path.write_bytes(lines)
-    for result in (_run("explain", "x", "--from", str(path)), _run("explain", "x", stdin=lines)):
+    for result in (
+        run_cli("explain", "x", "--from", str(path)),
+        run_cli("explain", "x", stdin=lines),
+    ):
         err = result.stderr.decode()
         assert 1 == result.returncode
         assert expected in err

@@ -7,7 +7,7 @@ import pytest
 from streams.wire.topics import TopicNames
 from streams.worker.edge import DLQ_MAX_BYTES, Outgoing, Record, RecordGuard, internal_error_reason
 from streams.worker.metrics import Metrics
-from tests.unit.test_processor import policy_with
+from tests.support.policies import policy_with
 
 NAMES = TopicNames("g.")
 

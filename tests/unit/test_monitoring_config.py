@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-COMPOSE = Path(__file__).resolve().parents[2] / "compose"
-METRIC = re.compile(r"\bclaimwatch_[a-z_]+\b")
+from tests.support.metrics import COMPOSE, named_metrics
 
 
 def tool(name: str) -> str:
@@ -63,14 +60,6 @@ def test_every_rule_has_severity_summary_description_and_for() -> None:
         assert {"severity"} <= set(rule["labels"]), rule["alert"]
         assert {"summary", "description"} <= set(rule["annotations"]), rule["alert"]
         assert "for" in rule, rule["alert"]
-
-
-def named_metrics() -> set[str]:
-    """Every claimwatch metric named by the rules and the Grafana dashboard."""
-    text = (COMPOSE / "prometheus" / "rules.yml").read_text()
-    dashboard = json.loads((COMPOSE / "grafana" / "claimwatch-dashboard.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    return set(METRIC.findall(text)) | {m for e in exprs for m in METRIC.findall(e)}
 
 
 #: The series names a metric family of each type exposes.

@@ -13,9 +13,9 @@ from streams.audit import resolve_file as offline
 from streams.audit.replay import replay_lines
 from streams.audit.resolve_file import read_claims, resolve_batch
 from streams.core.timeutil import format_rfc3339
+from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy
 from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hostile_policy_yaml
-from tests.unit.test_cli import _run
 
 CORPUS = hostile_corpus(7, 2 * len(KINDS))
 NOW = format_rfc3339(T0 + 10_000_000)
@@ -52,7 +52,7 @@ def decided_ids(stdout: bytes) -> set[str]:
 def test_resolve_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path) -> None:
     """Exit 1; each bad line on stderr as FILE:LINE; a decision for every good line's claim."""
     path, policy, lines = corpus_file(tmp_path)
-    proc = _run("resolve", "--policy", str(policy), "--now", NOW, str(path))
+    proc = run_cli("resolve", "--policy", str(policy), "--now", NOW, str(path))
     bad = {n for n, m in lines.items() if m.offline == "bad"}
     good = {m.claim_id for m in lines.values() if m.offline == "decided"}
     assert (1, bad) == (proc.returncode, named_lines(proc.stderr, path))
@@ -62,7 +62,7 @@ def test_resolve_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path
 def test_replay_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path) -> None:
     """The same for `claimwatch replay --input`, on the file's own clock."""
     path, policy, lines = corpus_file(tmp_path, CLOCK_MOVERS)
-    proc = _run("replay", "--policy", str(policy), "--input", str(path))
+    proc = run_cli("replay", "--policy", str(policy), "--input", str(path))
     bad = {n for n, m in lines.items() if m.offline == "bad"}
     good = {m.claim_id for m in lines.values() if m.offline == "decided"}
     assert (1, bad) == (proc.returncode, named_lines(proc.stderr, path))
@@ -137,7 +137,7 @@ def test_diff_against_a_decisions_file_with_a_bad_line_names_the_line(tmp_path: 
     path, policy, _ = corpus_file(tmp_path, CLOCK_MOVERS)
     recorded = tmp_path / "recorded.jsonl"
     recorded.write_bytes(b'{"decision_id": "dec_1"}\n{oops\n')
-    proc = _run(
+    proc = run_cli(
         "replay", "--policy", str(policy), "--input", str(path), "--diff-against", str(recorded)
     )
     last = proc.stderr.decode().splitlines()[-1]

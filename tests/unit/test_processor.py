@@ -7,39 +7,13 @@ from typing import Any
 import orjson
 import pytest
 
-from schemas.policy import Policy
 from streams.core.claim import Claim, claim_from_envelope
 from streams.core.policy import CompiledPolicy
 from streams.core.processor import PartitionProcessor, StepResult
 from streams.core.state import FactState
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-
-T0 = parse_rfc3339("2026-09-14T09:00:00Z")
-SECOND = 1_000_000
-
-
-def policy_with(**field: Any) -> CompiledPolicy:
-    """A policy with two independent owners of `payment_status` (a replication split)."""
-    return CompiledPolicy(
-        Policy.model_validate(
-            {
-                "policy_version": "test-1",
-                "sources": {
-                    "ledger-a": {"authority": "system_of_record", "lineage": "a"},
-                    "ledger-b": {"authority": "system_of_record", "lineage": "b"},
-                    "cache": {"authority": "cached", "lineage": "a"},
-                },
-                "fields": {
-                    "payment_status": {
-                        "type": "enum",
-                        "values": ["paid", "unpaid"],
-                        "freshness": "60s",
-                        **field,
-                    }
-                },
-            }
-        )
-    )
+from streams.core.timeutil import format_rfc3339
+from tests.support.clocks import SECOND, T0
+from tests.support.policies import policy_with
 
 
 def claim(cid: str, source: str, value: str, at_us: int, **extra: Any) -> Claim:

@@ -17,11 +17,11 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import partition_for
+from tests.support.clocks import T0
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
-T0 = parse_rfc3339("2026-09-14T09:00:00Z")
 PARTITIONS = 4
 PAYMENT_60S = "freshness: 60s, consequential: true, owner: billing-api"
 SKEW_S = 5.0

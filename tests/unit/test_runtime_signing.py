@@ -14,7 +14,7 @@ from streams.core.timeutil import format_rfc3339
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.metrics import dlq_reason_label
-from tests.unit.test_processor import SECOND, T0
+from tests.support.clocks import SECOND, T0
 
 NAMES = TopicNames("t.")
 KEY = b"ledger-a-key"

@@ -9,8 +9,9 @@ import pytest
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import CLOCK_PREFIX, Runtime
 from streams.worker.edge import DLQ_MAX_BYTES, TICK_KEY, dead_letter, tick_time, tick_value
-from tests.unit.test_processor import SECOND, T0, policy_with
-from tests.unit.test_runtime import NAMES, claim_bytes, decisions
+from tests.support.claims import NAMES, claim_bytes, decisions
+from tests.support.clocks import SECOND, T0
+from tests.support.policies import policy_with
 
 LATENESS = 1 * SECOND
 

@@ -11,7 +11,8 @@ from streams.core.timeutil import format_rfc3339
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import TICK_KEY, tick_value
 from streams.worker.verdicts.edge import VerdictsEdge
-from tests.unit.test_argue_verdicts import BASELINE, PII, POLICY, SECOND, T0
+from tests.support.clocks import SECOND, T0
+from tests.support.verdicts import BASELINE, PII, POLICY
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

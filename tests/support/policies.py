@@ -1,0 +1,32 @@
+"""Policies the tests build in code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.policy import Policy
+from streams.core.policy import CompiledPolicy
+
+
+def policy_with(**field: Any) -> CompiledPolicy:
+    """A policy with two independent owners of `payment_status` (a replication split)."""
+    return CompiledPolicy(
+        Policy.model_validate(
+            {
+                "policy_version": "test-1",
+                "sources": {
+                    "ledger-a": {"authority": "system_of_record", "lineage": "a"},
+                    "ledger-b": {"authority": "system_of_record", "lineage": "b"},
+                    "cache": {"authority": "cached", "lineage": "a"},
+                },
+                "fields": {
+                    "payment_status": {
+                        "type": "enum",
+                        "values": ["paid", "unpaid"],
+                        "freshness": "60s",
+                        **field,
+                    }
+                },
+            }
+        )
+    )
