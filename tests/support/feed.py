@@ -25,7 +25,7 @@ def hostile_policy() -> CompiledPolicy:
 
 
 def hostile_runtime() -> Runtime:
-    """A Runtime over a plain dict table, as in tests/unit/test_runtime.py."""
+    """A Runtime over a plain dict table, as in tests/unit/worker/test_runtime.py."""
     return Runtime(hostile_policy(), NAMES, PARTITIONS, {})
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,9 @@ from streams.client.mcp_adapter import (
     parse_mappings,
 )
 from streams.core.signing import verify
+from tests.support.paths import REPO
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp"
+EXAMPLE = REPO / "examples" / "mcp"
 NOW = "2026-09-14T09:12:00Z"
 MAPPING = ToolMapping(
     subject="invoice:{invoice_id}",

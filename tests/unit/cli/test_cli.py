@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.support.cli import CLAIMWATCH, run_cli
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMS = ROOT / "examples" / "claims.jsonl"
 NOW = "2026-09-14T09:12:30Z"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streams.core.text import compare
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 PEER = ROOT.parent / "shared" / "peers" / "citenexus" / "conflict.json"
 #: Labels of the pairs that record the peer's own gaps: claimwatch must detect these.
 GAP_LABELS = ("KNOWN MISS", "english-table:")

@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO
+
+ROOT = REPO
 MERGE = ROOT / "streams" / "core" / "merge.py"
-TESTS = ["tests/unit/test_merge.py", "tests/unit/test_merge_differential.py"]
+TESTS = ["tests/unit/core/test_merge.py", "tests/unit/core/test_merge_differential.py"]
 
 
 def _coverage(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:

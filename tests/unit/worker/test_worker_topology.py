@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from streams.worker.run import wire
 from streams.worker.settings import WorkerSettings
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO
 
 #: agent name -> input topics, as the flat layout named them (Faust's default name is the
 #: module and function, which the layout by feature would have changed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, note, settings
@@ -16,8 +15,9 @@ from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.codec import dumps
+from tests.support.paths import REPO
 
-POLICY = load_policy(Path(__file__).resolve().parents[2] / "examples" / "policy.yaml")
+POLICY = load_policy(REPO / "examples" / "policy.yaml")
 NOW_US = parse_rfc3339("2026-09-14T09:12:30Z")
 SUBJECT = "invoice:INV-1"
 #: payment_status and balance both have a 60s freshness budget in the example policy.

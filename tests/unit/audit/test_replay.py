@@ -18,8 +18,9 @@ import pytest
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import partition_for
 from tests.support.clocks import T0
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 PARTITIONS = 4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 from importlib import resources
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,10 +12,11 @@ from hypothesis import strategies as st
 from streams.core.text import compare, compare_passages
 from streams.core.text.tables import lexicon
 from streams.core.text.tokenize import analyze
+from tests.support.paths import REPO
 
 #: The module (the package exports its `compare` function under the same name).
 compare_module = importlib.import_module("streams.core.text.compare")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 PEER = ROOT.parent / "shared" / "peers" / "citenexus" / "conflict.json"
 
 #: (id, left, right, conflict, rule) in domains and phrasings the peer suite does not use.

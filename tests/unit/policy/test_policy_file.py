@@ -12,8 +12,9 @@ from schemas.policy import Authority
 from streams.core.policy import CompiledPolicy
 from streams.policy.loading import load_policy, parse_policy
 from streams.policy.source import MAX_POLICY_BYTES, PolicyError
+from tests.support.paths import REPO
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy.yaml"
+EXAMPLE = REPO / "examples" / "policy.yaml"
 
 
 @pytest.fixture(scope="module")

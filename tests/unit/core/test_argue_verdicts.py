@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,10 @@ from streams.core.argue.verdicts import (
 )
 from streams.core.timeutil import format_rfc3339
 from tests.support.clocks import SECOND, T0
+from tests.support.paths import REPO
 from tests.support.verdicts import BASELINE, PII, POLICY
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 TRUST = VerdictArgument(
     "knowledge_trust_0", "knowledge-hub", "trusted_domain", "trusted", 0.8, "allow"
 )

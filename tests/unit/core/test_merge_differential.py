@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streams.core.merge import Style, merge
-from tests.unit.merge_edits import Edits, disjoint_edits, same_line_conflict
+from tests.support.merge_edits import Edits, disjoint_edits, same_line_conflict
 
 CASES = 300
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from schemas.generate import OUT_DIR, expected_files
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 POLICY = ROOT / "examples" / "policy.yaml"
 CLAIMS = ROOT / "examples" / "claims.jsonl"
 NOW = "2026-09-14T09:12:30Z"

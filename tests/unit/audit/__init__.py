@@ -1,0 +1,1 @@
+"""Tests of the offline audit: resolve, replay, explain."""

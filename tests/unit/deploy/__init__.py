@@ -1,0 +1,1 @@
+"""Tests of the schemas, monitoring rules and test corpora."""

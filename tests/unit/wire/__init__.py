@@ -1,0 +1,1 @@
+"""Tests of the wire format and client settings."""

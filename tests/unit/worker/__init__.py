@@ -1,0 +1,1 @@
+"""Tests of the worker's edges and kit (no broker)."""
