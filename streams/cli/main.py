@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import typer
 
-from streams.cli import argue, audit, decisions, merge, publish, resolve, simulate, text, worker
+from streams.cli import (
+    argue,
+    decisions,
+    explain,
+    merge,
+    publish,
+    replay_command,
+    resolve,
+    simulate,
+    text,
+    worker,
+)
 
 app = typer.Typer(
     name="claimwatch",
@@ -30,8 +41,8 @@ app.command("publish")(publish.publish)
 app.command("decisions")(decisions.decisions)
 app.command("simulate")(simulate.simulate)
 app.command("argue")(argue.argue)
-app.command("replay")(audit.replay)
-app.command("explain")(audit.explain)
+app.command("replay")(replay_command.replay)
+app.command("explain")(explain.explain)
 app.command("merge")(merge.merge_files)
 
 
