@@ -485,5 +485,6 @@ async def test_worker_killed_mid_stream_recovers(
     for key, decision_id in zip(map(fact_key, map(Record.json, records)), ids, strict=True):
         distinct.setdefault(key, set()).add(decision_id)
     assert {key: 1 for key in keys} == {key: len(found) for key, found in distinct.items()}
-    assert "changelog records of" in worker.log  # the bulk catch-up ran at the restart
+    if local_state == "lost":  # a kept store may lack nothing, and then reads nothing
+        assert "changelog records of" in worker.log  # the bulk catch-up read the changelogs
     assert expected == {k: (d["decision_id"], d["outcome"], d["value"]) for k, d in finals.items()}
