@@ -16,8 +16,10 @@ from rich.table import Table
 
 from streams.audit.diff import Diff
 from streams.audit.replay import Replayed, Replayer, read_range, topic_range
+from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
+from streams.core.timeutil import parse_rfc3339
 from streams.wire import kafka
 from streams.wire.topics import TopicNames
 
@@ -233,9 +235,6 @@ def replay_alerts(policy: CompiledPolicy, decisions: list[dict[str, Any]]) -> li
     the decisions' own times, so alerts that only a quiet stretch would raise (silence) can
     come out later, at the next decision, than they did live.
     """
-    from streams.core.alerts.runner import AlertRunner
-    from streams.core.timeutil import parse_rfc3339
-
     runner = AlertRunner(policy)
     timed = sorted((parse_rfc3339(d["decided_at"]), n, d) for n, d in enumerate(decisions))
     alerts: list[dict[str, Any]] = []
