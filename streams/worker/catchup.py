@@ -58,6 +58,9 @@ class Gap:
 
     @property
     def missing(self) -> int | None:
+        """Records to read (0: none, also for an empty changelog); None: unknown yet."""
+        if self.end == 0:
+            return 0
         return None if self.start is None else max(0, self.end - self.start)
 
 

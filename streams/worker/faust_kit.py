@@ -18,7 +18,15 @@ from aiohttp import web as aioweb
 from faust.streams import _current_event
 
 from streams.worker.app import Pipeline
-from streams.worker.edge import TICK_KEY, Outgoing, Record, RecordGuard, record_of, tick_value
+from streams.worker.edge import (
+    TICK_KEY,
+    Handled,
+    Outgoing,
+    Record,
+    RecordGuard,
+    record_of,
+    tick_value,
+)
 from streams.worker.liveness import CrashBudget
 from streams.worker.metrics import Metrics, dlq_reason_label
 from streams.worker.pages import recovering
@@ -87,22 +95,29 @@ def record_agent(
     channel: Any,
     name: str,
     supervise: Supervise,
-    guard: RecordGuard,
-    handle: Callable[[Record], Awaitable[None]],
+    metrics: Metrics,
+    topics: Mapping[str, Any],
+    handle: Callable[[Record], Handled],
     reset: Callable[[int], None],
 ) -> None:
-    """An agent handling its records one by one, each inside the per-record guard.
+    """An agent handing its records one by one to its edge, each inside the per-record guard.
 
-    `name` is the agent's Faust name (kept from the flat layout); its last part names it in
-    /health, the stop endpoint and the crash counter. For inputs that are few (plans,
-    verdict requests, documents); the claims and detectors agents take batches.
+    What the edge returns is sent through `topics` and counted. `name` is the agent's Faust
+    name (kept from the flat layout); its last part names it in /health, the stop endpoint
+    and the crash counter. For inputs that are few (plans, verdict requests, documents);
+    the claims and detectors agents take batches.
     """
+    guard = guarded_sender(pipe, topics, metrics)
+
+    async def one(record: Record) -> None:
+        handled = handle(record)
+        await send_counted(topics, handled.sends, handled.events, metrics)
 
     @pipe.app.agent(channel, name=name, concurrency=1)
     @supervise(name.rsplit(".", 1)[-1])
     async def agent(stream: Any) -> None:
         async for event in stream.events():
-            await guard.run(record_of(event), handle, reset)
+            await guard.run(record_of(event), one, reset)
 
 
 def install_ticks(pipe: Pipeline, topic: Any, name: str) -> None:

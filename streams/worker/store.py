@@ -147,7 +147,8 @@ class HealingRocksDBStore(RocksDBStore):
 
 async def _catch_up(app: Any, gaps: Sequence[Gap], apply: Apply) -> None:
     """Bulk-read the gaps with the app's broker settings; on any failure Faust reads them."""
-    if all(g.missing == 0 or g.end == 0 for g in gaps):
+    wanted = [g for g in gaps if g.missing != 0]
+    if not wanted:
         return
     conf = app.conf
     client = {
@@ -156,7 +157,7 @@ async def _catch_up(app: Any, gaps: Sequence[Gap], apply: Apply) -> None:
         **credentials_to_aiokafka_auth(conf.broker_credentials, conf.ssl_context),
     }
     try:
-        done = await catch_up(client, [g for g in gaps if g.end > 0], apply)
+        done = await catch_up(client, wanted, apply)
     except Exception as exc:  # the shortcut failed: Faust's recovery reads everything left
         log.warning(
             "changelog catch-up failed (%s: %s); Faust recovers the rest", type(exc).__name__, exc
@@ -165,7 +166,7 @@ async def _catch_up(app: Any, gaps: Sequence[Gap], apply: Apply) -> None:
     log.info(
         "%d changelog records of %d partitions caught up in %.2fs%s",
         done.records,
-        len(gaps),
+        len(wanted),
         done.seconds,
         "" if done.complete else " (Faust's recovery reads the rest)",
     )

@@ -14,14 +14,11 @@ from typing import Any
 from streams.core.docstore import Version
 from streams.worker.app import Pipeline
 from streams.worker.docs.edge import DocsEdge
-from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     AgentFun,
     answer_elsewhere,
     forget_on_rebalance,
-    guarded_sender,
     record_agent,
-    send_counted,
 )
 from streams.worker.metrics import Metrics
 
@@ -50,19 +47,14 @@ def install_docs(
         pipe.names.dlq: pipe.dlq,
     }
 
-    guard = guarded_sender(pipe, topics, metrics)
-
-    async def publish_one(record: Record) -> None:
-        handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
-        await send_counted(topics, handled.sends, handled.events, metrics)
-
     record_agent(
         pipe,
         pipe.publish,
         "streams.docs_agents.process_docs",
         supervise,
-        guard,
-        publish_one,
+        metrics,
+        topics,
+        lambda r: edge.handle(r.partition, r.offset, r.key, r.value or b""),
         lambda _p: edge.forget(),
     )
 

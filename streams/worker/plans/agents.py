@@ -7,11 +7,9 @@ from typing import Any
 
 from streams.wire.topics import TopicNames
 from streams.worker.app import Pipeline, raw_topic
-from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     AgentFun,
     forget_on_rebalance,
-    guarded_sender,
     record_agent,
     send_counted,
 )
@@ -62,22 +60,15 @@ def install_plans(
         """Send what the edge returned and count its events."""
         await send_counted(targets, handled.sends, handled.events, metrics)
 
-    guard = guarded_sender(pipe, targets, metrics)
-
-    async def plan_one(r: Record) -> None:
-        await send(edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value))
-
-    async def plan_fact_one(r: Record) -> None:
-        await send(edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value))
-
     # plan side: `plans` and `plans.updates`, by plan id (plans are few: no batches)
     record_agent(
         pipe,
         plan_side,
         "streams.plans_agents.process_plans",
         supervise,
-        guard,
-        plan_one,
+        metrics,
+        targets,
+        lambda r: edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value),
         lambda _p: edge.forget(),
     )
     # fact side: `plans.interest`, by fact key (decisions come through the hook)
@@ -86,8 +77,9 @@ def install_plans(
         fact_side,
         "streams.plans_agents.process_plan_facts",
         supervise,
-        guard,
-        plan_fact_one,
+        metrics,
+        targets,
+        lambda r: edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value),
         lambda _p: edge.forget(),
     )
 

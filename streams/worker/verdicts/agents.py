@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from streams.worker.app import Pipeline
-from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     Supervise,
     forget_on_rebalance,
-    guarded_sender,
     install_ticks,
     record_agent,
-    send_counted,
     topics_of,
 )
 from streams.worker.metrics import Metrics
@@ -22,20 +19,14 @@ def install_verdicts(
 ) -> None:
     """Register the verdicts agent and the timer writing ticks into its partitions."""
     app = pipe.app
-    topics = topics_of(pipe)
-    guard = guarded_sender(pipe, topics, metrics)
-
-    async def verdict_one(record: Record) -> None:
-        handled = edge.handle(record.partition, record.offset, record.key, record.value or b"")
-        await send_counted(topics, handled.sends, handled.events, metrics)
-
     record_agent(
         pipe,
         pipe.verdicts,
         "streams.agents.process_verdicts",
         supervise,
-        guard,
-        verdict_one,
+        metrics,
+        topics_of(pipe),
+        lambda r: edge.handle(r.partition, r.offset, r.key, r.value or b""),
         lambda _p: edge.forget(),
     )
     install_ticks(pipe, pipe.verdicts, pipe.names.verdicts)
