@@ -18,6 +18,7 @@ from streams.wire.codec import DecodeError, decode_claim
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.claims.facts import MemoryFacts
+from streams.worker.edge import Record
 
 
 @dataclass(slots=True)
@@ -100,14 +101,7 @@ class Replayer:
         key = next((_REFUSED_AS[e] for e in handled.events if e in _REFUSED_AS), "claim")
         return LineError(source, number, key, reason)
 
-    def feed_record(
-        self,
-        partition: int,
-        offset: int,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp_us: int | None = None,
-    ) -> None:
+    def feed_record(self, record: Record) -> None:
         """One record of the claims topic (ticks and misrouted copies as the worker saw them).
 
         Records the worker dead-lettered are dead-lettered here too (not reported: the live
@@ -115,10 +109,16 @@ class Replayer:
         """
         self.result.records += 1
         try:
-            self._collect(self.runtime.handle(partition, offset, key, value, timestamp_us))
+            self._collect(
+                self.runtime.handle(
+                    record.partition, record.offset, record.key, record.value, record.timestamp_us
+                )
+            )
         except Exception as exc:  # one guard per record, as for file lines
-            where = f"{self.topic}[{partition}]"
-            self.result.errors.append(LineError(where, offset, "record", internal_error(exc)))
+            where = f"{self.topic}[{record.partition}]"
+            self.result.errors.append(
+                LineError(where, record.offset, "record", internal_error(exc))
+            )
 
     def finish_partition(self, partition: int) -> None:
         """A topic partition has been read to its end offset: close its open windows."""
@@ -179,8 +179,8 @@ async def topic_range(
 
 async def read_range(
     consumer: Any, span: TopicRange, resume: dict[int, int] | None = None
-) -> AsyncIterator[tuple[int, int, bytes | None, bytes | None, int]]:
-    """Yield (partition, offset, key, value, timestamp in µs) per partition, in offset order.
+) -> AsyncIterator[Record]:
+    """Yield the records of the range, partition by partition, in offset order.
 
     A tombstone keeps its null value (the runtime dead-letters it as `tombstone`).
     """
@@ -202,7 +202,8 @@ async def read_range(
                     break
                 position = message.offset + 1
                 stamp = int(message.timestamp) * 1000
-                yield partition, message.offset, message.key, message.value, stamp
+                offset, key, value = message.offset, message.key, message.value
+                yield Record(span.topic, partition, offset, key, value, stamp)
             # transaction markers (and aborted records) take offsets but are never returned:
             # the consumer's position moves past them, so follow it or the range never ends
             position = max(position, min(stop, await consumer.position(tp)))

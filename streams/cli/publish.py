@@ -19,7 +19,7 @@ from streams.client.publisher import InvalidClaim, validate
 from streams.policy.signing_keys import client_key
 from streams.wire import kafka
 from streams.wire.codec import MAX_CLAIM_BYTES
-from streams.wire.kafka import client_security, env_bootstrap, env_prefix
+from streams.wire.kafka import env_bootstrap, env_prefix
 from streams.wire.topics import TopicNames, ensure_topics
 
 #: How many sends may wait for their acknowledgement before the reader waits for them.
@@ -84,11 +84,10 @@ async def publish_file(
 ) -> PublishResult:
     """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read."""
     names = TopicNames(prefix)
-    security = client_security()
     result = PublishResult(topic=names.claims)
     producer = kafka.producer(bootstrap, linger_ms=5)
     try:
-        await _ensure_claims_topic(bootstrap, names, partitions, security)
+        await _ensure_claims_topic(bootstrap, names, partitions)
         await producer.start()
     except Exception as exc:
         await producer.stop()
@@ -115,9 +114,7 @@ async def publish_file(
     return result
 
 
-async def _ensure_claims_topic(
-    bootstrap: str, names: TopicNames, partitions: int, security: dict[str, Any]
-) -> None:
+async def _ensure_claims_topic(bootstrap: str, names: TopicNames, partitions: int) -> None:
     """Create the deployment's topics when the claims topic is missing.
 
     A claims topic auto-created by the first send would have one partition.
@@ -129,7 +126,7 @@ async def _ensure_claims_topic(
     finally:
         await admin.close()
     if not exists:
-        await ensure_topics(bootstrap, names, partitions, **security)
+        await ensure_topics(bootstrap, names, partitions)
 
 
 async def _settle(pending: list[asyncio.Future[Any]], result: PublishResult) -> None:

@@ -105,13 +105,11 @@ async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
         advance, stop = _progress(remaining, req.topic)
         current: int | None = None
         try:
-            async for partition, offset, key, value, stamp in read_range(
-                consumer, span, {p: span.end[p] for p in done}
-            ):
-                if current is not None and partition != current:
+            async for record in read_range(consumer, span, {p: span.end[p] for p in done}):
+                if current is not None and record.partition != current:
                     _partition_done(req, replayer, current, done, sink)
-                current = partition
-                replayer.feed_record(partition, offset, key, value, stamp)
+                current = record.partition
+                replayer.feed_record(record)
                 advance(1)
             if current is not None:
                 _partition_done(req, replayer, current, done, sink)
@@ -182,7 +180,7 @@ async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]
         await consumer.start()
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, topic, None, None)
-        return [orjson.loads(rec[3]) async for rec in read_range(consumer, span) if rec[3]]
+        return [orjson.loads(r.value) async for r in read_range(consumer, span) if r.value]
     finally:
         await consumer.stop()
 

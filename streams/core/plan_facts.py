@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from streams.core.plain import Plain, fields_of
 from streams.core.plans import DecisionView
 
 InterestOp = Literal["add", "drop"]
 
 
 @dataclass(slots=True)
-class FactInterest:
+class FactInterest(Plain):
     """One fact that plans read: their ids and the last decision sent to them (None: none)."""
 
     view: DecisionView | None = None
@@ -28,33 +29,19 @@ class FactInterest:
 
     def to_obj(self) -> dict[str, Any]:
         """A JSON-able copy (plan ids sorted)."""
-        return {
-            "view": self.view.to_obj() if self.view is not None else None,
-            "plans": sorted(self.plans),
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> FactInterest:
-        """The state back from `to_obj` output."""
-        view = obj.get("view")
-        return cls(DecisionView.from_obj(view) if view else None, set(obj.get("plans", ())))
+        return fields_of(self, plans=sorted(self.plans))
 
 
 @dataclass(frozen=True, slots=True)
-class Notice:
-    """The current decision of a fact (None: it has none yet), for one plan reading it."""
+class Notice(Plain):
+    """The current decision of a fact (None: it has none yet), for one plan reading it.
+
+    `to_obj` gives the record of the internal `plans.updates` topic.
+    """
 
     plan_id: str
     fact: str
     decision: DecisionView | None
-
-    def to_obj(self) -> dict[str, Any]:
-        """The record of the internal `plans.updates` topic."""
-        return {
-            "plan_id": self.plan_id,
-            "fact": self.fact,
-            "decision": self.decision.to_obj() if self.decision is not None else None,
-        }
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Notice:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from streams.core.plain import Plain
 from streams.core.timeutil import TimestampError, parse_rfc3339
 
 StepState = Literal["runnable", "blocked", "waiting"]
@@ -42,7 +43,7 @@ class PlanError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class Step(Plain):
     """One plan step: its id, the fact keys it reads (no repeats, in order) and reversibility."""
 
     step_id: str
@@ -54,14 +55,6 @@ class Step:
         """A step with repeated reads dropped (first occurrence kept)."""
         return cls(step_id, tuple(dict.fromkeys(reads)), irreversible)
 
-    def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy."""
-        return {
-            "step_id": self.step_id,
-            "reads": list(self.reads),
-            "irreversible": self.irreversible,
-        }
-
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Step:
         """The step back from `to_obj` output (or a plan's step as published)."""
@@ -70,7 +63,7 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Plain):
     """A plan: its id and its steps, in order."""
 
     plan_id: str
@@ -80,10 +73,6 @@ class Plan:
         """Every fact key some step reads, sorted."""
         return tuple(sorted({key for step in self.steps for key in step.reads}))
 
-    def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy."""
-        return {"plan_id": self.plan_id, "steps": [s.to_obj() for s in self.steps]}
-
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Plan:
         """The plan back from `to_obj` output (or a validated plan record)."""
@@ -91,7 +80,7 @@ class Plan:
 
 
 @dataclass(frozen=True, slots=True)
-class DecisionView:
+class DecisionView(Plain):
     """What a step status needs of a decision: its id, outcome, action and time."""
 
     decision_id: str
@@ -112,20 +101,6 @@ class DecisionView:
         except TimestampError as exc:
             raise PlanError(f"decision record with a bad `decided_at`: {exc}") from None
         return cls(str(values[0]), str(values[1]), str(values[2]), decided_us)
-
-    def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy."""
-        return {
-            "decision_id": self.decision_id,
-            "outcome": self.outcome,
-            "action": self.action,
-            "decided_us": self.decided_us,
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> DecisionView:
-        """The view back from `to_obj` output."""
-        return cls(obj["decision_id"], obj["outcome"], obj["action"], obj.get("decided_us"))
 
     def newer_than(self, other: DecisionView | None) -> bool:
         """True when this view replaces `other`: another id, not decided before it."""

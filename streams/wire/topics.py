@@ -6,12 +6,30 @@ import asyncio
 import contextlib
 import functools
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, overload
 
+from aiokafka.admin import NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
 from aiokafka.partitioner import murmur2
+
+from streams.wire import kafka
 
 #: Retention of the claims topic: unlimited, so every stream can be replayed.
 UNLIMITED: Final = "-1"
+
+
+class _Topic:
+    """A topic's name, read from a `TopicNames`: the deployment's prefix, then `suffix`."""
+
+    def __init__(self, suffix: str) -> None:
+        self.suffix = suffix
+
+    @overload
+    def __get__(self, names: None, owner: type[Any] | None = None) -> _Topic: ...
+    @overload
+    def __get__(self, names: TopicNames, owner: type[Any] | None = None) -> str: ...
+    def __get__(self, names: TopicNames | None, owner: type[Any] | None = None) -> _Topic | str:
+        return self if names is None else names.prefix + self.suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,78 +38,44 @@ class TopicNames:
 
     prefix: str = "claimwatch."
 
-    @property
-    def claims(self) -> str:
-        return f"{self.prefix}claims"
+    #: Claims as agents publish them, keyed by fact key; kept forever.
+    claims = _Topic("claims")
+    #: One decision record per decision, keyed by fact key.
+    decisions = _Topic("decisions")
+    #: The latest resolution of each fact (compacted), keyed by fact key.
+    resolutions = _Topic("resolutions")
+    #: Facts entering and leaving conflict, keyed by fact key.
+    conflicts = _Topic("conflicts")
+    #: Paging alerts (one partition), keyed by field.
+    alerts = _Topic("alerts")
+    #: Internal: decisions re-keyed by field, and partition clocks, for the detectors.
+    alerts_input = _Topic("alerts.input")
+    #: Records no agent could use, with their bytes and the reason in headers.
+    dlq = _Topic("claims.dlq")
+    #: Signals of policy checks, keyed by request id.
+    verdicts = _Topic("verdicts")
+    #: One decision per request, keyed by request id.
+    verdicts_decisions = _Topic("verdicts.decisions")
+    #: Document publish and append requests, keyed by path.
+    publish = _Topic("publish")
+    #: One result per document request, keyed by path.
+    publish_results = _Topic("publish.results")
+    #: Plans (steps and the facts they read), keyed by plan id.
+    plans = _Topic("plans")
+    #: The status of each plan step, keyed by plan id.
+    plans_steps = _Topic("plans.steps")
+    #: Internal: a plan starts or stops reading a fact; keyed by fact key.
+    plans_interest = _Topic("plans.interest")
+    #: Internal: a fact's current decision for one plan reading it; keyed by plan id.
+    plans_updates = _Topic("plans.updates")
 
-    @property
-    def decisions(self) -> str:
-        return f"{self.prefix}decisions"
-
-    @property
-    def resolutions(self) -> str:
-        return f"{self.prefix}resolutions"
-
-    @property
-    def conflicts(self) -> str:
-        return f"{self.prefix}conflicts"
-
-    @property
-    def alerts(self) -> str:
-        return f"{self.prefix}alerts"
-
-    @property
-    def alerts_input(self) -> str:
-        """Decisions re-keyed by field, and partition clocks, for the alert detectors."""
-        return f"{self.prefix}alerts.input"
-
-    @property
-    def dlq(self) -> str:
-        return f"{self.prefix}claims.dlq"
-
-    @property
-    def verdicts(self) -> str:
-        """Signals of policy checks, keyed by request id."""
-        return f"{self.prefix}verdicts"
-
-    @property
-    def verdicts_decisions(self) -> str:
-        """One decision per request, keyed by request id."""
-        return f"{self.prefix}verdicts.decisions"
-
-    @property
-    def publish(self) -> str:
-        """Document publish and append requests, keyed by path."""
-        return f"{self.prefix}publish"
-
-    @property
-    def publish_results(self) -> str:
-        """One result per document request, keyed by path."""
-        return f"{self.prefix}publish.results"
+    def every(self) -> list[str]:
+        """Every topic of the deployment, in declaration order."""
+        return [getattr(self, n) for n, v in vars(TopicNames).items() if isinstance(v, _Topic)]
 
     def per_path(self) -> list[str]:
         """Topics keyed by document path, with the claims topic's partition count."""
         return [self.publish, self.publish_results]
-
-    @property
-    def plans(self) -> str:
-        """Plans (steps and the facts they read), keyed by plan id."""
-        return f"{self.prefix}plans"
-
-    @property
-    def plans_steps(self) -> str:
-        """The status of each plan step, keyed by plan id."""
-        return f"{self.prefix}plans.steps"
-
-    @property
-    def plans_interest(self) -> str:
-        """Internal: a plan starts or stops reading a fact; keyed by fact key."""
-        return f"{self.prefix}plans.interest"
-
-    @property
-    def plans_updates(self) -> str:
-        """Internal: a fact's current decision for one plan reading it; keyed by plan id."""
-        return f"{self.prefix}plans.updates"
 
     def per_plan(self) -> list[str]:
         """Topics of plan blocking, with the claims topic's partition count."""
@@ -133,19 +117,16 @@ def misplaced(wanted: bytes, key: bytes | None, partition: int, partitions: int)
     return home if key != wanted or partition != home else None
 
 
-async def ensure_topics(
-    bootstrap: str, names: TopicNames, partitions: int, **client: object
-) -> None:
-    """Create the deployment's topics when missing; refuse a claims topic of another size."""
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-    from aiokafka.errors import TopicAlreadyExistsError
+async def ensure_topics(bootstrap: str, names: TopicNames, partitions: int) -> None:
+    """Create the deployment's topics when missing; refuse a claims topic of another size.
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client)
+    The admin client has the CLAIMWATCH_* security settings, like every client of ours.
+    """
+    admin = kafka.admin(bootstrap)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        wanted = [*names.per_fact(), *names.per_request(), *names.per_path(), names.alerts]
-        wanted += names.per_plan()
+        wanted = names.every()
         configs = names.configs()
         new = [
             NewTopic(

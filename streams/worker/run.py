@@ -14,7 +14,6 @@ from faust import Worker
 
 from streams.core.argue.verdicts import VerdictConfig
 from streams.policy.loading import load_policy
-from streams.wire.kafka import client_security
 from streams.wire.topics import TopicNames, ensure_topics
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
@@ -127,7 +126,7 @@ def run_worker(settings: WorkerSettings) -> None:
     """Run until stopped (SIGINT/SIGTERM stop it cleanly; repeated agent crashes exit 3)."""
     wired = wire(settings)
     names = TopicNames(settings.prefix)
-    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions, **client_security()))
+    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
     logging.getLogger("faust").setLevel(settings.log_level.upper())
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
     wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))

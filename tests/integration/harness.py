@@ -106,6 +106,8 @@ class WorkerProcess:
     extra_args: tuple[str, ...] = ()
     #: environment on top of the test's own (e.g. CLAIMWATCH_LOG_LEVEL)
     extra_env: tuple[tuple[str, str], ...] = ()
+    #: the argv that runs the CLI in place of the installed `claimwatch` (e.g. another tree's)
+    launcher: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -119,7 +121,7 @@ class WorkerProcess:
 
     def command(self) -> list[str]:
         return [
-            str(CLAIMWATCH),
+            *(self.launcher or (str(CLAIMWATCH),)),
             "worker",
             "--policy",
             str(self.policy),
@@ -257,6 +259,8 @@ class Workers:
         store: str | None = None,
         extra_args: tuple[str, ...] = (),
         data_dir: Path | None = None,
+        extra_env: tuple[tuple[str, str], ...] = (),
+        launcher: tuple[str, ...] = (),
     ) -> WorkerProcess:
         """A worker (not yet started) with a unique prefix/app id unless given."""
         index = len(self.started)
@@ -272,6 +276,8 @@ class Workers:
             partitions=partitions,
             store=store,
             extra_args=extra_args,
+            extra_env=extra_env,
+            launcher=launcher,
         )
         self.started.append(worker)
         return worker

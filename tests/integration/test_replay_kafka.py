@@ -27,7 +27,7 @@ from streams.core.freshness import stale_at
 from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import TICK_KEY
+from streams.worker.edge import TICK_KEY, Record
 from tests.integration.harness import (
     CLAIMWATCH,
     REPO,
@@ -565,7 +565,9 @@ async def test_from_time_replays_only_the_later_records(recording: Recording) ->
             stop = next((r[1] for r in mine if high is not None and r[2] >= high), None)
             for _, offset, stamp_ms, key, value in mine:
                 if start is not None and offset >= start and (stop is None or offset < stop):
-                    replayer.feed_record(partition, offset, key, value, stamp_ms * 1000)
+                    replayer.feed_record(
+                        Record(replayer.topic, partition, offset, key, value, stamp_ms * 1000)
+                    )
             replayer.finish_partition(partition)
         expected = replayer.finish().decisions
         actual = _lines(path.read_bytes())

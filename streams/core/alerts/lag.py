@@ -8,7 +8,7 @@ from typing import Any, Final
 from schemas.durations import UNTIL_EDITED
 from schemas.policy import ReplicaLagAlert
 from streams.core.alerts.lag_state import FactTrack, LagState, OwnerValue, SourceTrack
-from streams.core.alerts.shape import Alert, alert_id
+from streams.core.alerts.shape import Alert, alert_id, state_for
 from streams.core.claim import fact_key
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import CompiledPolicy, FieldRule, is_owner
@@ -43,22 +43,14 @@ class ReplicaLag:
         self.eval_us = self.config.evaluation
         self.bucket_us = max(self.eval_us // 10, 1)
 
-    def initial(self, field_name: str) -> LagState:
-        """The state of a field with no history."""
-        return LagState(field=field_name)
-
     def step(
         self, state: LagState | None, decision: Mapping[str, Any], now_us: int
     ) -> tuple[LagState, list[Alert]]:
         """Take in the new claims of one decision at clock time `now_us`."""
-        name = str(decision["field"])
-        if state is None:
-            state = self.initial(name)
-        elif state.field != name:
-            raise ValueError(f"decision of field {name!r} fed to the state of {state.field!r}")
+        state = state_for(state, decision, LagState)
         if state.clock is None or now_us > state.clock:
             state.clock = now_us
-        rule = self.policy.rule(name)
+        rule = self.policy.rule(state.field)
         self._observe(state, rule, decision, state.clock)
         return state, self._evaluate(state, rule, state.clock)
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Final
 
 from streams.core.alerts.shape import Alert
 from streams.core.alerts.stats import median
+from streams.core.plain import Plain, fields_of
 
 #: Recent samples kept per source for the lag figures.
 KEEP_SAMPLES: Final = 20
 
 
 @dataclass(slots=True)
-class OwnerValue:
+class OwnerValue(Plain):
     """A value the owner claimed for a fact: its first (`since`) and latest (`last`) claim.
 
     `change` is false for the first value seen of a fact (when it changed is unknown, so it
@@ -31,54 +31,18 @@ class OwnerValue:
     caught: list[str] = dc_field(default_factory=list)
     behind: dict[str, int] = dc_field(default_factory=dict)
 
-    def to_obj(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "value": self.value,
-            "since": self.since,
-            "last": self.last,
-            "change": self.change,
-            "caught": list(self.caught),
-            "behind": dict(self.behind),
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> OwnerValue:
-        return cls(
-            obj["status"],
-            obj["value"],
-            obj["since"],
-            obj["last"],
-            obj["change"],
-            list(obj["caught"]),
-            dict(obj["behind"]),
-        )
-
 
 @dataclass(slots=True)
-class FactTrack:
+class FactTrack(Plain):
     """One fact: the claim ids of its last decision and the owner's recent values (oldest first)."""
 
     touched: int
     ids: list[str] = dc_field(default_factory=list)
     values: list[OwnerValue] = dc_field(default_factory=list)
 
-    def to_obj(self) -> dict[str, Any]:
-        return {
-            "touched": self.touched,
-            "ids": list(self.ids),
-            "values": [v.to_obj() for v in self.values],
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> FactTrack:
-        return cls(
-            obj["touched"], list(obj["ids"]), [OwnerValue.from_obj(v) for v in obj["values"]]
-        )
-
 
 @dataclass(slots=True)
-class SourceTrack:
+class SourceTrack(Plain):
     """One non-primary source of the field: its status and the evidence behind it.
 
     `samples` are recent [at, lag, low, high] lag samples (µs; high -1 when unknown);
@@ -145,34 +109,9 @@ class SourceTrack:
             "stale_ratio": round(sum(b[3] for b in self.buckets) / claims, 6) if claims else 0.0,
         }
 
-    def to_obj(self) -> dict[str, Any]:
-        return {
-            "last_claim": self.last_claim,
-            "seen_at": self.seen_at,
-            "status": self.status,
-            "last_catch_up": self.last_catch_up,
-            "samples": [list(s) for s in self.samples],
-            "verdicts": [list(v) for v in self.verdicts],
-            "behind": dict(self.behind),
-            "buckets": [list(b) for b in self.buckets],
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> SourceTrack:
-        return cls(
-            last_claim=obj["last_claim"],
-            seen_at=obj["seen_at"],
-            status=obj["status"],
-            last_catch_up=obj["last_catch_up"],
-            samples=[list(s) for s in obj["samples"]],
-            verdicts=[list(v) for v in obj["verdicts"]],
-            behind=dict(obj["behind"]),
-            buckets=[list(b) for b in obj["buckets"]],
-        )
-
 
 @dataclass(slots=True)
-class LagState:
+class LagState(Plain):
     """The detector's state for one field: facts it follows and the sources it judges.
 
     `decisions` counts the field's decisions that brought new claims (silence is judged
@@ -188,25 +127,7 @@ class LagState:
     def to_obj(self, facts: bool = True) -> dict[str, Any]:
         """A JSON-able copy of the state (for a table or a checkpoint).
 
-        `facts=False` leaves the fact tracks out, for a store that keeps each on its own.
+        `facts=False` leaves the fact tracks out, for a store that keeps each on its own
+        (`from_obj` of such a copy follows no facts yet).
         """
-        obj: dict[str, Any] = {
-            "field": self.field,
-            "clock": self.clock,
-            "decisions": self.decisions,
-            "sources": {k: v.to_obj() for k, v in self.sources.items()},
-        }
-        if facts:
-            obj["facts"] = {k: v.to_obj() for k, v in self.facts.items()}
-        return obj
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> LagState:
-        """The state back from `to_obj` output (without facts: no facts followed yet)."""
-        return cls(
-            field=obj["field"],
-            clock=obj["clock"],
-            decisions=obj["decisions"],
-            facts={k: FactTrack.from_obj(v) for k, v in obj.get("facts", {}).items()},
-            sources={k: SourceTrack.from_obj(v) for k, v in obj["sources"].items()},
-        )
+        return fields_of(self, **({} if facts else {"facts": None}))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Final, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 #: Most decision ids an alert carries as samples.
 MAX_SAMPLE_IDS: Final = 10
@@ -41,3 +42,25 @@ def alert_id(kind: str, key: str, status: str, window_start: str) -> str:
         digest.update(part.encode())
         digest.update(b"\x1f")
     return "alr_" + digest.hexdigest()[:32]
+
+
+class FieldState(Protocol):
+    """What every detector's per-field state has: the field it belongs to."""
+
+    field: str
+
+
+S = TypeVar("S", bound=FieldState)
+
+
+def state_for(state: S | None, decision: Mapping[str, Any], initial: Callable[[str], S]) -> S:
+    """The state a decision is stepped on: `state`, or `initial(field)` (no history) if None.
+
+    ValueError when `state` belongs to another field than the decision.
+    """
+    name = str(decision["field"])
+    if state is None:
+        return initial(name)
+    if state.field != name:
+        raise ValueError(f"decision of field {name!r} fed to the state of {state.field!r}")
+    return state

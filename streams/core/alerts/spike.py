@@ -9,9 +9,10 @@ from dataclasses import field as dc_field
 from typing import Any, Final
 
 from schemas.policy import ConflictSpikeAlert
-from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id
+from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id, state_for
 from streams.core.alerts.stats import poisson_sf
 from streams.core.claim import fact_key
+from streams.core.plain import Plain
 from streams.core.timeutil import format_rfc3339
 
 KIND: Final = "conflict_spike"
@@ -24,7 +25,7 @@ TOP: Final = 5
 
 
 @dataclass(slots=True)
-class SpikeState:
+class SpikeState(Plain):
     """The detector's state for one field: the open window, the baseline and the episode."""
 
     field: str
@@ -41,43 +42,6 @@ class SpikeState:
     firing: bool = False
     quiet: int = 0
 
-    def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy of the state (for a table or a checkpoint)."""
-        return {
-            "field": self.field,
-            "clock": self.clock,
-            "window_start": self.window_start,
-            "decisions": self.decisions,
-            "entering": self.entering,
-            "sources": dict(self.sources),
-            "pairs": dict(self.pairs),
-            "samples": list(self.samples),
-            "in_conflict": dict(self.in_conflict),
-            "base_conflicts": self.base_conflicts,
-            "base_decisions": self.base_decisions,
-            "firing": self.firing,
-            "quiet": self.quiet,
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> SpikeState:
-        """The state back from `to_obj` output."""
-        return cls(
-            field=obj["field"],
-            clock=obj["clock"],
-            window_start=obj["window_start"],
-            decisions=obj["decisions"],
-            entering=obj["entering"],
-            sources=dict(obj["sources"]),
-            pairs=dict(obj["pairs"]),
-            samples=list(obj["samples"]),
-            in_conflict=dict(obj["in_conflict"]),
-            base_conflicts=float(obj["base_conflicts"]),
-            base_decisions=float(obj["base_decisions"]),
-            firing=bool(obj["firing"]),
-            quiet=int(obj["quiet"]),
-        )
-
 
 class ConflictSpike:
     """Pure state machine: feed decisions of one field in clock order, get alerts back.
@@ -91,25 +55,17 @@ class ConflictSpike:
         windows_per_half_life = self.config.baseline_half_life / self.window_us
         self.decay = 0.5 ** (1.0 / windows_per_half_life) if windows_per_half_life > 0 else 0.0
 
-    def initial(self, field_name: str) -> SpikeState:
-        """The state of a field with no history."""
-        return SpikeState(field=field_name)
-
     def step(
         self, state: SpikeState | None, decision: Mapping[str, Any], now_us: int
     ) -> tuple[SpikeState, list[Alert]]:
         """Count one decision at clock time `now_us` (closing the windows the clock passed)."""
-        name = str(decision["field"])
-        if state is None:
-            state = self.initial(name)
-        elif state.field != name:
-            raise ValueError(f"decision of field {name!r} fed to the state of {state.field!r}")
+        state = state_for(state, decision, SpikeState)
         state, alerts = self.advance(state, now_us)
         if state.window_start is None:
             clock = state.clock if state.clock is not None else now_us
             state.window_start = clock - clock % self.window_us
         state.decisions += 1
-        fact = fact_key(decision["subject"], name)
+        fact = fact_key(decision["subject"], state.field)
         if decision.get("outcome") == "conflict":
             entering = fact not in state.in_conflict
             state.in_conflict.pop(fact, None)

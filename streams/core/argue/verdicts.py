@@ -14,6 +14,7 @@ from schemas.verdict import VerdictSignal
 from streams.core.argue.decide import ACTIONS, AttackRule, VerdictArgument, decide
 from streams.core.argue.framework import name_key
 from streams.core.argue.semantics import Semantics
+from streams.core.plain import Plain, fields_of
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 
 
@@ -61,7 +62,7 @@ class VerdictConfig:
 
 
 @dataclass(slots=True)
-class RequestState:
+class RequestState(Plain):
     """One request: the signals so far (by argument id), its deadline, and whether it is decided."""
 
     request_id: str
@@ -74,31 +75,8 @@ class RequestState:
     dropped: int = 0
 
     def to_obj(self) -> dict[str, Any]:
-        """A JSON-able copy (for a table or a checkpoint)."""
-        return {
-            "request_id": self.request_id,
-            "opened_us": self.opened_us,
-            "deadline_us": self.deadline_us,
-            "request_type": self.request_type,
-            "signals": {k: dict(v) for k, v in sorted(self.signals.items())},
-            "decided_us": self.decided_us,
-            "decision_id": self.decision_id,
-            "dropped": self.dropped,
-        }
-
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> RequestState:
-        """The state back from `to_obj` output."""
-        return cls(
-            request_id=obj["request_id"],
-            opened_us=int(obj["opened_us"]),
-            deadline_us=int(obj["deadline_us"]),
-            request_type=obj["request_type"],
-            signals={k: dict(v) for k, v in obj["signals"].items()},
-            decided_us=obj["decided_us"],
-            decision_id=obj["decision_id"],
-            dropped=int(obj["dropped"]),
-        )
+        """A JSON-able copy (for a table or a checkpoint); signals by argument id."""
+        return fields_of(self, signals={k: dict(v) for k, v in sorted(self.signals.items())})
 
 
 class VerdictProcessor:

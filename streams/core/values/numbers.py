@@ -21,6 +21,14 @@ _EXACT: Final = Context(prec=1000)
 _MAX_EXPONENT: Final = 308
 
 
+def _numeric_text(value: object, what: str) -> str:
+    """A numeric string's number, spaces stripped; anything else is not `what`."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or _NUMERIC.fullmatch(text) is None:
+        raise NormalizationError(f"expected {what}, got {_describe(value)}")
+    return text
+
+
 def _float_of(value: object, what: str) -> float:
     """Parse a JSON number or a numeric string to a finite float (bool rejected)."""
     if isinstance(value, bool):
@@ -36,13 +44,8 @@ def _float_of(value: object, what: str) -> float:
             ) from None
     elif isinstance(value, Decimal):
         result = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        if _NUMERIC.fullmatch(text) is None:
-            raise NormalizationError(f"expected {what}, got {_describe(value)}")
-        result = float(text)
     else:
-        raise NormalizationError(f"expected {what}, got {_describe(value)}")
+        result = float(_numeric_text(value, what))
     if not math.isfinite(result):
         raise NormalizationError(f"expected {what} (finite), got {_describe(value)}")
     return result + 0.0  # -0.0 -> 0.0
@@ -60,13 +63,8 @@ def _decimal_of(value: object, what: str) -> Decimal:
         result = Decimal(repr(value))  # the shortest repr: 0.1 stays 0.1
     elif isinstance(value, Decimal):
         result = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if _NUMERIC.fullmatch(text) is None:
-            raise NormalizationError(f"expected {what}, got {_describe(value)}")
-        result = Decimal(text)
     else:
-        raise NormalizationError(f"expected {what}, got {_describe(value)}")
+        result = Decimal(_numeric_text(value, what))
     if not result.is_finite():
         raise NormalizationError(f"expected {what} (finite), got {_describe(value)}")
     if result and result.adjusted() > _MAX_EXPONENT:

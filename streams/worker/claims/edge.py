@@ -24,6 +24,7 @@ from streams.worker.edge import (
     Outgoing,
     dead_letter,
     decode_at_home,
+    forget_partitions,
     tick_time,
     tick_value,
 )
@@ -80,12 +81,8 @@ class Runtime:
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
         self.facts.clear_cache()
-        if partitions is None:
-            self._processors.clear()
-            self._fresh.clear()
-        for p in partitions or ():
-            self._processors.pop(p, None)
-            self._fresh.pop(p, None)
+        forget_partitions(self._processors, partitions)
+        forget_partitions(self._fresh, partitions)
 
     def abandon(self, partition: int) -> None:
         """Drop what a failed record may have half changed in a partition.

@@ -26,7 +26,7 @@ every topic with the worker's partition count to one worker. Decisions carry the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -45,7 +45,15 @@ from streams.core.plans import (
 )
 from streams.wire.codec import decode_model, dumps, loads
 from streams.wire.topics import TopicNames, misplaced, partition_for
-from streams.worker.edge import Elsewhere, Handled, Outgoing, dead_letter, decode_at_home
+from streams.worker.edge import (
+    Elsewhere,
+    Handled,
+    Outgoing,
+    PerPartition,
+    dead_letter,
+    decode_at_home,
+    stored_of,
+)
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
@@ -77,6 +85,7 @@ def _view_of(raw: bytes | None) -> DecisionView | None:
         return None
 
 
+@dataclass(eq=False)
 class PlansEdge:
     """Both stages over two bytes tables (Faust tables, or dicts in tests).
 
@@ -85,47 +94,32 @@ class PlansEdge:
     latest decision per fact (read only).
     """
 
-    def __init__(
-        self,
-        names: TopicNames,
-        partitions: int,
-        plans_table: MutableMapping[bytes, bytes],
-        facts_table: MutableMapping[bytes, bytes],
-        resolutions: Mapping[bytes, bytes],
-    ) -> None:
-        self.names = names
-        self.partitions = partitions
-        self.plans_table = plans_table
-        self.facts_table = facts_table
-        self.resolutions = resolutions
-        self._books: dict[int, PlanBook] = {}
+    names: TopicNames
+    partitions: int
+    plans_table: MutableMapping[bytes, bytes]
+    facts_table: MutableMapping[bytes, bytes]
+    resolutions: Mapping[bytes, bytes]
+    _books: PerPartition[PlanBook] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._books = PerPartition(self._restored_book)
 
     # ------------------------------------------------------------------ plan side
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory plan books (on rebalance, after recovery); rebuilt from the table."""
-        if partitions is None:
-            self._books.clear()
-        for p in partitions or ():
-            self._books.pop(p, None)
+        self._books.forget(partitions)
 
     def book(self, partition: int) -> PlanBook:
         """The plan book of a partition, restored from the table on first use."""
-        book = self._books.get(partition)
-        if book is None:
-            book = PlanBook()
-            for stored in self._stored(partition):
-                _restore(book, stored)
-            self._books[partition] = book
-        return book
+        return self._books[partition]
 
-    def _stored(self, partition: int) -> Iterator[dict[str, Any]]:
-        """Every stored plan record of one partition."""
-        for key, raw in list(self.plans_table.items()):
-            if key.startswith(PLAN_PREFIX):
-                stored = loads(raw)
-                if stored["partition"] == partition:
-                    yield stored
+    def _restored_book(self, partition: int) -> PlanBook:
+        """The plan book of a partition as its stored plan records hold it."""
+        book = PlanBook()
+        for stored in stored_of(self.plans_table, PLAN_PREFIX, partition):
+            _restore(book, stored)
+        return book
 
     def handle_plan_side(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None

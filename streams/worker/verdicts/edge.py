@@ -8,14 +8,16 @@ from typing import Any, Final
 
 from schemas.verdict import VerdictSignal
 from streams.core.argue.verdicts import RequestState, VerdictConfig, VerdictRunner
-from streams.wire.codec import MAX_CLAIM_BYTES, decode_model, dumps, loads
+from streams.wire.codec import MAX_CLAIM_BYTES, decode_model, dumps
 from streams.wire.topics import TopicNames
 from streams.worker.edge import (
     TICK_KEY,
     Elsewhere,
     Handled,
     Outgoing,
+    PerPartition,
     decode_at_home,
+    stored_of,
     tick_time,
 )
 
@@ -48,6 +50,7 @@ class _TrackedRunner(VerdictRunner):
         self.touched.add(rid)
 
 
+@dataclass(eq=False)
 class VerdictsEdge:
     """Per-partition verdict runners over one bytes table; turns their output into records.
 
@@ -58,43 +61,34 @@ class VerdictsEdge:
     re-sent to its home partition first. Tick records move the partition's event clock.
     """
 
-    def __init__(
-        self,
-        config: VerdictConfig,
-        names: TopicNames,
-        partitions: int,
-        table: MutableMapping[bytes, bytes],
-    ) -> None:
-        self.config = config
-        self.names = names
-        self.partitions = partitions
-        self.table = table
-        self._runners: dict[int, _TrackedRunner] = {}
+    config: VerdictConfig
+    names: TopicNames
+    partitions: int
+    table: MutableMapping[bytes, bytes]
+    _runners: PerPartition[_TrackedRunner] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._runners = PerPartition(self._restored_runner)
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory runners (on rebalance, after recovery); rebuilt from the table."""
-        if partitions is None:
-            self._runners.clear()
-        for p in partitions or ():
-            self._runners.pop(p, None)
+        self._runners.forget(partitions)
 
     def runner(self, partition: int) -> _TrackedRunner:
         """The runner of a partition, restored from the table on first use."""
-        runner = self._runners.get(partition)
-        if runner is None:
-            runner = _TrackedRunner(self.config, self.states_of(partition))
-            raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
-            runner.clock_us = int(raw) if raw is not None else None
-            self._runners[partition] = runner
+        return self._runners[partition]
+
+    def _restored_runner(self, partition: int) -> _TrackedRunner:
+        """The runner of a partition as the table holds it: its requests and its clock."""
+        runner = _TrackedRunner(self.config, self.states_of(partition))
+        raw = self.table.get(CLOCK_PREFIX + str(partition).encode())
+        runner.clock_us = int(raw) if raw is not None else None
         return runner
 
     def states_of(self, partition: int) -> Iterator[RequestState]:
         """Every stored request of one partition."""
-        for key, raw in list(self.table.items()):
-            if key.startswith(REQUEST_PREFIX):
-                stored = loads(raw)
-                if stored["partition"] == partition:
-                    yield RequestState.from_obj(stored["state"])
+        for stored in stored_of(self.table, REQUEST_PREFIX, partition):
+            yield RequestState.from_obj(stored["state"])
 
     def handle(
         self, partition: int, offset: int, key: bytes | None, value: bytes

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from streams.wire.topics import TopicNames
 from tests.support.metrics import COMPOSE, named_metrics
 
 
@@ -95,11 +96,9 @@ def test_worker_stalled_reads_the_lag_of_the_claims_topic_only(prefix: str) -> N
 
     Prometheus anchors the regex; so does `re.fullmatch`.
     """
-    from streams.wire.topics import TopicNames
-
     pattern = re.search(r'topic=~"([^"]+)"', rule("ClaimwatchWorkerStalled")["expr"])
     assert pattern is not None
     names = TopicNames(prefix)
-    topics = {getattr(names, a) for a, v in vars(TopicNames).items() if isinstance(v, property)}
+    topics = set(names.every())
     assert {names.claims, names.dlq, names.alerts_input, names.verdicts, names.plans} <= topics
     assert {names.claims} == {t for t in topics if re.fullmatch(pattern.group(1), t)}
