@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from tests.support.kafka import (
     TopicReader,
     Workers,
     publish_claims,
@@ -22,7 +22,7 @@ from tests.integration.harness import (
 )
 from tests.support.metrics import named_metrics
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 LAG_POLICY = """\

@@ -16,9 +16,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.wire.topics import TopicNames, ensure_topics, partition_for
-from tests.integration.harness import REPO, TopicReader, Workers, rfc3339, unique, write_policy
+from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, unique, write_policy
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 CLAIMS = 50_000

@@ -13,7 +13,7 @@ import pytest
 
 from streams.client.docs_client import DocsClient
 from streams.wire.topics import partition_for
-from tests.integration.harness import (
+from tests.support.kafka import (
     TopicReader,
     WorkerProcess,
     Workers,
@@ -21,7 +21,7 @@ from tests.integration.harness import (
     write_policy,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 POLICY = "policy_version: docs-kafka\n"

@@ -16,10 +16,10 @@ from aiokafka import AIOKafkaProducer
 
 from streams.core.timeutil import parse_rfc3339
 from streams.wire.topics import TopicNames
-from tests.integration.harness import Record, TopicReader, Workers, rfc3339, write_policy
 from tests.support.hostile import HostileMessage, hostile_corpus, hostile_policy_yaml, valid_claims
+from tests.support.kafka import Record, TopicReader, Workers, rfc3339, write_policy
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 HOSTILE = 2_100

@@ -18,7 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.wire.topics import TopicNames
 from streams.worker.edge import TICK_KEY
-from tests.integration.harness import (
+from tests.support.kafka import (
     REPO,
     Record,
     TopicReader,
@@ -32,7 +32,7 @@ from tests.integration.harness import (
     unique,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 POLICY = REPO / "examples" / "policy.yaml"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import REPO, TopicReader, Workers, read_topic, wait_for_ticks
+from tests.support.kafka import REPO, TopicReader, Workers, read_topic, wait_for_ticks
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 EXAMPLE = REPO / "examples" / "mcp"

@@ -21,7 +21,7 @@ from streams.client.publisher import Publisher
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, ensure_topics, partition_for
-from tests.integration.harness import (
+from tests.support.kafka import (
     REPO,
     Record,
     TopicReader,
@@ -38,7 +38,7 @@ from tests.integration.harness import (
     write_policy,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"

@@ -13,7 +13,7 @@ import pytest
 
 from schemas.plan import StepStatusRecord
 from streams.wire.topics import partition_for
-from tests.integration.harness import (
+from tests.support.kafka import (
     Record,
     TopicReader,
     WorkerProcess,
@@ -25,7 +25,7 @@ from tests.integration.harness import (
     write_policy,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 #: Two owners of payment_status in two regions (separate lineages) can conflict; settle 0

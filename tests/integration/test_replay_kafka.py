@@ -28,7 +28,7 @@ from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import TICK_KEY, Record
-from tests.integration.harness import (
+from tests.support.kafka import (
     CLAIMWATCH,
     REPO,
     WorkerProcess,

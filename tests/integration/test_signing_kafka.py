@@ -13,7 +13,7 @@ import pytest
 
 from streams.client.publisher import Publisher
 from streams.core.signing import signed, verify
-from tests.integration.harness import (
+from tests.support.kafka import (
     CLAIMWATCH,
     TopicReader,
     Workers,
@@ -26,7 +26,7 @@ from tests.integration.harness import (
     write_policy,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 KEY = "integration-ledger-key"

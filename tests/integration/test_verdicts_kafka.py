@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from schemas.verdict import VerdictDecision
-from tests.integration.harness import (
+from tests.support.kafka import (
     Record,
     TopicReader,
     Workers,
@@ -21,7 +21,7 @@ from tests.integration.harness import (
     write_policy,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 POLICY = """\

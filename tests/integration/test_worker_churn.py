@@ -16,9 +16,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.wire.topics import TopicNames, partition_for
-from tests.integration.harness import REPO, TopicReader, Workers, rfc3339, unique
+from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, unique
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 POLICY = REPO / "examples" / "policy.yaml"

@@ -14,7 +14,7 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import TopicNames
-from tests.integration.harness import (
+from tests.support.kafka import (
     REPO,
     TopicReader,
     Workers,
@@ -27,7 +27,7 @@ from tests.integration.harness import (
     unique,
 )
 
-pytest_plugins = ["tests.integration.harness"]
+pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 POLICY = REPO / "examples" / "policy.yaml"

@@ -1,6 +1,6 @@
 """Integration harness: worker subprocesses, claim publishing and topic reading on a real broker.
 
-Register it in a test module with ``pytest_plugins = ["tests.integration.harness"]`` to get
+Register it in a test module with ``pytest_plugins = ["tests.support.kafka"]`` to get
 the `workers` fixture and the worker logs attached to failing tests' reports; the helpers
 (`TopicReader`, `publish_claims`, `offline_resolve`, ...) are imported as usual. Its checks
 raise AssertionError with their own messages, so it is not assertion-rewritten
