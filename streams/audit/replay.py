@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from aiokafka import TopicPartition
+
 from streams.audit.resolve_file import LineError, internal_error
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
@@ -157,8 +159,6 @@ async def topic_range(
     consumer: Any, topic: str, since_ms: int | None, until_ms: int | None
 ) -> TopicRange:
     """Offsets for a time range (offsets-for-times), or the whole topic."""
-    from aiokafka import TopicPartition
-
     partitions = sorted(consumer.partitions_for_topic(topic) or ())
     if not partitions:
         raise RuntimeError(f"topic {topic} does not exist or has no partitions")
@@ -184,8 +184,6 @@ async def read_range(
 
     A tombstone keeps its null value (the runtime dead-letters it as `tombstone`).
     """
-    from aiokafka import TopicPartition
-
     for partition in sorted(span.end):
         position = (resume or {}).get(partition, span.start[partition])
         stop = span.end[partition]

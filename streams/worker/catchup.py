@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from streams.wire import kafka
+
 log = logging.getLogger(__name__)
 
 #: the catch-up gives up (Faust reads the rest) when a partition makes no progress this long
@@ -82,8 +84,9 @@ async def catch_up(
 ) -> Progress:
     """Read every gap's records and `apply` them, batch by batch.
 
-    `client` holds the aiokafka client settings (bootstrap servers, security). Returns when
-    every gap is read to its end, or when the deadline or a stall stops it.
+    `client` holds the aiokafka client settings (bootstrap servers, security: the app's own,
+    which override the CLAIMWATCH_* ones). Returns when every gap is read to its end, or
+    when the deadline or a stall stops it.
     """
     progress = Progress()
     todo = {TopicPartition(g.topic, g.partition): g for g in gaps if g.missing != 0}
@@ -91,12 +94,9 @@ async def catch_up(
         progress.complete = True
         return progress
     started = time.monotonic()
-    consumer = AIOKafkaConsumer(
+    consumer = kafka.consumer(
         **client,
-        group_id=None,
-        enable_auto_commit=False,
         auto_offset_reset="earliest",
-        isolation_level="read_committed",
         max_partition_fetch_bytes=8 * 1024 * 1024,
         fetch_max_bytes=64 * 1024 * 1024,
     )

@@ -90,6 +90,38 @@ def guarded_sender(pipe: Pipeline, topics: Mapping[str, Any], metrics: Metrics) 
     return RecordGuard(pipe.names, send, metrics)
 
 
+def guarded_agent(
+    pipe: Pipeline,
+    channel: Any,
+    name: str,
+    supervise: Supervise,
+    guard: RecordGuard,
+    one: Callable[[Record], Awaitable[None]],
+    reset: Callable[[int], None],
+    *,
+    batched: bool = False,
+) -> None:
+    """The one agent loop: each record read goes to `one` inside the per-record guard.
+
+    `name` is the agent's Faust name (kept from the flat layout); its last part names it
+    in /health, the stop endpoint and the crash counter. `reset(partition)` drops what a
+    failed record may have half changed. `batched` takes the stream's events in batches
+    (the claims and detectors agents: many small records); else one by one.
+    """
+    settings = pipe.settings
+
+    @pipe.app.agent(channel, name=name, concurrency=1)
+    @supervise(name.rsplit(".", 1)[-1])
+    async def agent(stream: Any) -> None:
+        events = (
+            batched_events(stream, settings.batch_max, settings.batch_within_s)
+            if batched
+            else stream.events()
+        )
+        async for event in events:
+            await guard.run(record_of(event), one, reset)
+
+
 def record_agent(
     pipe: Pipeline,
     channel: Any,
@@ -100,24 +132,18 @@ def record_agent(
     handle: Callable[[Record], Handled],
     reset: Callable[[int], None],
 ) -> None:
-    """An agent handing its records one by one to its edge, each inside the per-record guard.
+    """An agent handing its records one by one to its edge (see `guarded_agent`).
 
-    What the edge returns is sent through `topics` and counted. `name` is the agent's Faust
-    name (kept from the flat layout); its last part names it in /health, the stop endpoint
-    and the crash counter. For inputs that are few (plans, verdict requests, documents);
-    the claims and detectors agents take batches.
+    What the edge returns is sent through `topics` and counted. For inputs that are few
+    (plans, verdict requests, documents).
     """
-    guard = guarded_sender(pipe, topics, metrics)
 
     async def one(record: Record) -> None:
         handled = handle(record)
         await send_counted(topics, handled.sends, handled.events, metrics)
 
-    @pipe.app.agent(channel, name=name, concurrency=1)
-    @supervise(name.rsplit(".", 1)[-1])
-    async def agent(stream: Any) -> None:
-        async for event in stream.events():
-            await guard.run(record_of(event), one, reset)
+    guard = guarded_sender(pipe, topics, metrics)
+    guarded_agent(pipe, channel, name, supervise, guard, one, reset)
 
 
 def install_ticks(pipe: Pipeline, topic: Any, name: str) -> None:

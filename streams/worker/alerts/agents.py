@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import faust
-
 from streams.wire.codec import dumps
 from streams.worker.alerts.edge import AlertRuntime
 from streams.worker.app import Pipeline
-from streams.worker.edge import Record, record_of
+from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     Supervise,
-    batched_events,
     forget_on_rebalance,
+    guarded_agent,
     guarded_sender,
     topics_of,
 )
@@ -23,7 +21,6 @@ def install_alerts(
 ) -> None:
     """Register the detectors agent over the alerts-input topic."""
     app = pipe.app
-    settings = pipe.settings
     guard = guarded_sender(pipe, topics_of(pipe), metrics)
 
     async def detect_one(record: Record) -> None:
@@ -37,11 +34,16 @@ def install_alerts(
                 fig.field, fig.source, fig.status, fig.lag_seconds, fig.dissent_ratio
             )
 
-    @app.agent(pipe.alerts_input, name="streams.agents.detect", concurrency=1)
-    @supervise("detect")
-    async def detect(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
-            await guard.run(record_of(event), detect_one, lambda _p: alerting.forget())
+    guarded_agent(
+        pipe,
+        pipe.alerts_input,
+        "streams.agents.detect",
+        supervise,
+        guard,
+        detect_one,
+        lambda _p: alerting.forget(),
+        batched=True,
+    )
 
     @pipe.detectors.on_recover
     async def on_detectors_recovered() -> None:

@@ -7,20 +7,18 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import faust
-
 from streams.core.claim import fact_key
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
 from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.edge import Outgoing, Record, RecordGuard, record_of
+from streams.worker.edge import Outgoing, Record, RecordGuard
 from streams.worker.faust_kit import (
     Supervise,
     answer_elsewhere,
-    batched_events,
     count,
     forget_on_rebalance,
+    guarded_agent,
     install_ticks,
     send_through,
     topics_of,
@@ -45,7 +43,6 @@ def install_claims(
     is handled inside the shared per-record guard; `supervise` counts agent crashes.
     """
     app = pipe.app
-    settings = pipe.settings
     topics = topics_of(pipe)
     in_flight = InFlight()
 
@@ -78,11 +75,16 @@ def install_claims(
         _count(metrics, handled)
         metrics.latency.observe(time.perf_counter() - started)
 
-    @app.agent(pipe.claims, name="streams.agents.process_claims", concurrency=1)
-    @supervise("process_claims")
-    async def process_claims(stream: faust.StreamT[bytes]) -> None:
-        async for event in batched_events(stream, settings.batch_max, settings.batch_within_s):
-            await guard.run(record_of(event), decide_one, runtime.abandon)
+    guarded_agent(
+        pipe,
+        pipe.claims,
+        "streams.agents.process_claims",
+        supervise,
+        guard,
+        decide_one,
+        runtime.abandon,
+        batched=True,
+    )
 
     install_ticks(pipe, pipe.claims, pipe.names.claims)
 
