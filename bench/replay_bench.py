@@ -42,8 +42,9 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 def _cli(*args: str) -> float:
     """Run one claimwatch command in this process (its output discarded); its seconds."""
-    from streams.cli.main import app
+    from streams.cli.main import build
 
+    app = build()
     started = time.perf_counter()
     with _stdout_to_devnull():
         try:
