@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.claims import envelope
 from tests.support.kafka import (
     TopicReader,
     Workers,
@@ -39,24 +40,17 @@ alerts:
 FACTS = 8
 
 
-def claim(i: int, source: str, value: str, n: int, at: datetime) -> dict[str, Any]:
-    """A payment_status claim of invoice:i."""
-    return {
-        "claim_id": f"{source}-{i}-{n}",
-        "subject": f"invoice:L-{i}",
-        "field": "payment_status",
-        "source": source,
-        "observed_at": rfc3339(at),
-        "status": "ok",
-        "value": value,
-    }
-
-
 async def phase(bootstrap: str, prefix: str, parts: list[tuple[str, str]], n: int) -> None:
-    """Every fact gets the given (source, value) claims, observed now."""
+    """Every fact invoice:L-i gets the given (source, value) claims, observed now."""
     now = datetime.now(UTC)
     claims = [
-        claim(i, source, value, n, now + timedelta(milliseconds=10 * i))
+        envelope(
+            f"{source}-{i}-{n}",
+            source,
+            value,
+            subject=f"invoice:L-{i}",
+            observed_at=rfc3339(now + timedelta(milliseconds=10 * i)),
+        )
         for i in range(FACTS)
         for source, value in parts
     ]

@@ -18,6 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.wire.topics import TopicNames
 from streams.worker.edge import TICK_KEY
+from tests.support.claims import envelope
 from tests.support.kafka import (
     REPO,
     Record,
@@ -82,54 +83,39 @@ def price(amount: str) -> dict[str, str]:
     return {"amount": amount, "currency": "EUR"}
 
 
-def claim(
-    run: str, cid: str, subject: str, source: str, amount: str, at: datetime, **extra: Any
-) -> dict[str, Any]:
-    """One unit_price claim (freshness 5m: nothing goes stale during the test)."""
-    return {
-        "claim_id": f"{run}-{cid}",
-        "subject": subject,
-        "field": "unit_price",
-        "source": source,
-        "observed_at": rfc3339(at),
-        "status": "ok",
-        "value": price(amount),
-        **extra,
-    }
+def unit_price(subject: str, at: datetime) -> dict[str, str]:
+    """The envelope keys of a unit_price fact observed at `at` (freshness 5m: none goes stale)."""
+    return {"subject": subject, "field": "unit_price", "observed_at": rfc3339(at)}
 
 
 def first_batch(run: str, at: datetime) -> list[dict[str, Any]]:
     """Three claims on each of OLD_FACTS facts; every fourth fact has two ledgers disagreeing."""
     claims = []
     for i in range(OLD_FACTS):
-        subject = f"unit:{run}-{i}"
+        fact = unit_price(f"unit:{run}-{i}", at)
         if i % 4 == 0:
             claims += [
-                claim(
-                    run,
-                    f"{i}-us",
-                    subject,
+                envelope(
+                    f"{run}-{i}-us",
                     "billing-api@us-east-1",
-                    "10.00",
-                    at,
+                    price("10.00"),
                     lineage="ledger-us",
+                    **fact,
                 ),
-                claim(
-                    run,
-                    f"{i}-eu",
-                    subject,
+                envelope(
+                    f"{run}-{i}-eu",
                     "billing-api@eu-west-1",
-                    "12.00",
-                    at,
+                    price("12.00"),
                     lineage="ledger-eu",
+                    **fact,
                 ),
             ]
         else:
-            claims.append(claim(run, f"{i}-bill", subject, "billing-api", f"{10 + i}.00", at))
+            claims.append(envelope(f"{run}-{i}-bill", "billing-api", price(f"{10 + i}.00"), **fact))
         other = f"{10 + i}.00" if i % 3 else "99.00"
-        claims.append(claim(run, f"{i}-report", subject, "reporting-replica", other, at))
+        claims.append(envelope(f"{run}-{i}-report", "reporting-replica", price(other), **fact))
         if i % 4:
-            claims.append(claim(run, f"{i}-user", subject, "user", f"{10 + i}.00", at))
+            claims.append(envelope(f"{run}-{i}-user", "user", price(f"{10 + i}.00"), **fact))
     return claims
 
 
@@ -137,14 +123,16 @@ def second_batch(run: str, at: datetime) -> list[dict[str, Any]]:
     """New sources on every old fact (a disagreeing user on some) and NEW_FACTS new facts."""
     claims = []
     for i in range(OLD_FACTS):
-        subject = f"unit:{run}-{i}"
-        claims.append(claim(run, f"{i}-replica", subject, "ledger-replica", f"{10 + i}.00", at))
+        fact = unit_price(f"unit:{run}-{i}", at)
+        claims.append(
+            envelope(f"{run}-{i}-replica", "ledger-replica", price(f"{10 + i}.00"), **fact)
+        )
         if i % 5 == 0:
-            claims.append(claim(run, f"{i}-user2", subject, "user", "1.00", at))
+            claims.append(envelope(f"{run}-{i}-user2", "user", price("1.00"), **fact))
     for j in range(NEW_FACTS):
-        subject = f"unit:{run}-new-{j}"
-        claims.append(claim(run, f"new-{j}-bill", subject, "billing-api", "5.00", at))
-        claims.append(claim(run, f"new-{j}-report", subject, "reporting-replica", "6.00", at))
+        fact = unit_price(f"unit:{run}-new-{j}", at)
+        claims.append(envelope(f"{run}-new-{j}-bill", "billing-api", price("5.00"), **fact))
+        claims.append(envelope(f"{run}-new-{j}-report", "reporting-replica", price("6.00"), **fact))
     return claims
 
 

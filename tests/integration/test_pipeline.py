@@ -21,6 +21,7 @@ from streams.client.publisher import Publisher
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, ensure_topics, partition_for
+from tests.support.claims import envelope
 from tests.support.kafka import (
     REPO,
     Record,
@@ -43,32 +44,6 @@ pytestmark = pytest.mark.kafka
 
 EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"
 USD_1250 = {"amount": 1250, "currency": "USD", "minor_units": True}
-
-
-def claim(
-    claim_id: str,
-    source: str,
-    value: Any = None,
-    *,
-    subject: str = "invoice:INV-1",
-    field: str = "payment_status",
-    observed_at: str | None = None,
-    status: str = "ok",
-    **extra: Any,
-) -> dict[str, Any]:
-    """A claim envelope (observed a second ago unless told; no `observed_at` when None)."""
-    envelope: dict[str, Any] = {
-        "claim_id": claim_id,
-        "subject": subject,
-        "field": field,
-        "source": source,
-        "observed_at": observed_at if observed_at is not None else ago(1),
-        "status": status,
-    }
-    if value is not None:
-        envelope["value"] = value
-    envelope.update(extra)
-    return envelope
 
 
 def has_facts(keys: set[str]) -> Callable[[list[Record]], bool]:
@@ -114,10 +89,9 @@ def nine_cases(t: datetime) -> list[tuple[str, dict[str, Any], bool]]:
     def c(case: int, cid: str, source: str, value: Any = None, **extra: Any) -> dict[str, Any]:
         extra.setdefault("observed_at", at(0))
         extra.setdefault("subject", f"invoice:case-{case}")
-        return claim(f"{case}{cid}", source, value, **extra)
+        return envelope(f"{case}{cid}", source, value, **extra)
 
-    no_time = c(7, "a", "billing-api", "paid")
-    del no_time["observed_at"]
+    no_time = c(7, "a", "billing-api", "paid", observed_at=None)
     balance = {"field": "balance"}
     risk = {"field": "risk_score", "subject": "customer:case-5"}
     return [
@@ -179,15 +153,25 @@ async def test_bad_input_goes_to_the_dead_letter_topic(
         b"invoice:dlq-3|payment_status",
     )
     around = {"subject": "invoice:dlq-1"}
-    before = orjson.dumps(claim("b-1", "billing-api", "paid", **around))
+    before = orjson.dumps(envelope("b-1", "billing-api", "paid", observed_at=ago(1), **around))
     not_json = b'{"claim_id": "b-x", "subject": "invoice:dlq-1", "field": '
     missing = orjson.dumps({k: v for k, v in orjson.loads(before).items() if k != "claim_id"})
-    oversized = orjson.dumps(claim("b-big", "billing-api", "paid", tool="x" * 70_000, **around))
-    after = orjson.dumps(claim("b-2", "reporting-replica", "paid", **around))
+    oversized = orjson.dumps(
+        envelope("b-big", "billing-api", "paid", observed_at=ago(1), tool="x" * 70_000, **around)
+    )
+    after = orjson.dumps(envelope("b-2", "reporting-replica", "paid", observed_at=ago(1), **around))
     eur = {"amount": 11.5, "currency": "EUR"}
-    euros = orjson.dumps(claim("e-1", "billing-api", eur, subject="account:dlq-2", field="balance"))
-    first = orjson.dumps(claim("c-1", "billing-api", "paid", subject="invoice:dlq-3"))
-    reused = orjson.dumps(claim("c-1", "billing-api", "unpaid", subject="invoice:dlq-3"))
+    euros = orjson.dumps(
+        envelope(
+            "e-1", "billing-api", eur, subject="account:dlq-2", field="balance", observed_at=ago(1)
+        )
+    )
+    first = orjson.dumps(
+        envelope("c-1", "billing-api", "paid", subject="invoice:dlq-3", observed_at=ago(1))
+    )
+    reused = orjson.dumps(
+        envelope("c-1", "billing-api", "unpaid", subject="invoice:dlq-3", observed_at=ago(1))
+    )
     messages = [
         (key1, before),
         (key1, not_json),
@@ -266,7 +250,9 @@ async def test_fact_turns_insufficient_on_ticks_alone(
     policy = write_policy(tmp_path, EXPIRY_POLICY)
     worker = await workers.launch(policy)
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
-    beat = claim("h-1", "monitor", "up", subject="host:db-1", field="heartbeat")
+    beat = envelope(
+        "h-1", "monitor", "up", subject="host:db-1", field="heartbeat", observed_at=ago(1)
+    )
     await publish_claims(kafka_bootstrap, worker.prefix, [beat])
     key = fact_key(beat)
 
@@ -306,7 +292,12 @@ async def test_decision_windows_hide_a_change_in_flight(
     keys = {f"invoice:w-1|{f}" for f in fields}
 
     def both(source: str, cid: str, value: str) -> list[dict[str, Any]]:
-        return [claim(f"{cid}-{f}", source, value, subject="invoice:w-1", field=f) for f in fields]
+        return [
+            envelope(
+                f"{cid}-{f}", source, value, subject="invoice:w-1", field=f, observed_at=ago(1)
+            )
+            for f in fields
+        ]
 
     def resolved_unpaid_by_both(records: list[Record]) -> bool:
         agreeing = {r.json()["field"] for r in records if r.json()["corroboration"] == 2}
@@ -352,7 +343,10 @@ async def test_two_workers_forward_fact_queries(workers: Workers, kafka_bootstra
         subject = f"invoice:fwd-{n}"
         subjects.setdefault(partition_for(f"{subject}|payment_status".encode(), 4), subject)
         n += 1
-    claims = [claim(f"f-{s}", "billing-api", "paid", subject=s) for s in subjects.values()]
+    claims = [
+        envelope(f"f-{s}", "billing-api", "paid", subject=s, observed_at=ago(1))
+        for s in subjects.values()
+    ]
     keys = {fact_key(c) for c in claims}
 
     await publish_claims(kafka_bootstrap, first.prefix, claims)
@@ -419,7 +413,7 @@ def kill_stream(start: datetime) -> list[dict[str, Any]]:
             source = rng.choice(sources)
             subject = f"invoice:k-{i}"
             claims.append(
-                claim(f"k{i}-{j}", source, value, subject=subject, status=status, observed_at=at)
+                envelope(f"k{i}-{j}", source, value, subject=subject, status=status, observed_at=at)
             )
     return claims
 

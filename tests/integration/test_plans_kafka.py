@@ -13,6 +13,7 @@ import pytest
 
 from schemas.plan import StepStatusRecord
 from streams.wire.topics import partition_for
+from tests.support.claims import envelope
 from tests.support.kafka import (
     Record,
     TopicReader,
@@ -41,18 +42,11 @@ fields:
 """
 
 
-def claim(claim_id: str, subject: str, source: str, value: str, lineage: str, age: float) -> Any:
-    """A payment_status claim observed `age` seconds ago."""
-    return {
-        "claim_id": claim_id,
-        "subject": subject,
-        "field": "payment_status",
-        "source": source,
-        "lineage": lineage,
-        "observed_at": ago(age),
-        "status": "ok",
-        "value": value,
-    }
+def payment(
+    claim_id: str, subject: str, source: str, value: str, lineage: str, age: float
+) -> dict[str, Any]:
+    """A payment_status claim in `lineage`, observed `age` seconds ago."""
+    return envelope(claim_id, source, value, subject=subject, lineage=lineage, observed_at=ago(age))
 
 
 def plan(plan_id: str, pay: str, other: str, missing: str) -> tuple[bytes, bytes]:
@@ -109,7 +103,7 @@ async def test_conflict_blocks_the_refund_and_its_resolution_frees_only_that_ste
     run = unique("inv")
     pay, other, missing = (f"{run}-{i}|payment_status" for i in (1, 2, 3))
     plan_id = unique("plan")
-    other_claim = claim("o-1", f"{run}-2", "billing-api", "paid", "ledger", 2)
+    other_claim = payment("o-1", f"{run}-2", "billing-api", "paid", "ledger", 2)
     await publish_claims(kafka_bootstrap, worker.prefix, [other_claim])
     await decision_of(kafka_bootstrap, worker, other, "resolved")
     await publish_raw(kafka_bootstrap, worker.names.plans, [plan(plan_id, pay, other, missing)])
@@ -119,8 +113,8 @@ async def test_conflict_blocks_the_refund_and_its_resolution_frees_only_that_ste
         await reader.wait_for(last_is(plan_id, "notify", "runnable"), 60.0, "notify runnable")
 
         split = [
-            claim("p-1", f"{run}-1", "billing-api@us", "paid", "ledger-us", 3),
-            claim("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 2),
+            payment("p-1", f"{run}-1", "billing-api@us", "paid", "ledger-us", 3),
+            payment("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 2),
         ]
         await publish_claims(kafka_bootstrap, worker.prefix, split)
         conflict = await decision_of(kafka_bootstrap, worker, pay, "conflict")
@@ -128,7 +122,7 @@ async def test_conflict_blocks_the_refund_and_its_resolution_frees_only_that_ste
         blocked = steps(reader.records, plan_id, "refund")[-1]
         assert [conflict["decision_id"]] == blocked["blocking"]
 
-        agree = [claim("p-3", f"{run}-1", "billing-api@eu", "paid", "ledger-eu", 1)]
+        agree = [payment("p-3", f"{run}-1", "billing-api@eu", "paid", "ledger-eu", 1)]
         await publish_claims(kafka_bootstrap, worker.prefix, agree)
         resolved = await decision_of(kafka_bootstrap, worker, pay, "resolved")
         await reader.wait_for(last_is(plan_id, "refund", "runnable"), 60.0, "refund runnable")
@@ -204,7 +198,7 @@ async def test_two_workers_join_plans_and_facts_across_their_partitions(
     facts = one_per_partition(lambda i: f"{run}-{i}|payment_status")
     subjects = [f.rpartition("|")[0] for f in facts]
     plan_ids = one_per_partition(lambda i: f"{run}-plan-{i}")
-    owners = [claim(f"o-{s}", s, "billing-api", "paid", "ledger", 3) for s in subjects]
+    owners = [payment(f"o-{s}", s, "billing-api", "paid", "ledger", 3) for s in subjects]
     await publish_claims(kafka_bootstrap, first.prefix, owners)
     for fact in facts:
         await decision_of(kafka_bootstrap, first, fact, "resolved")
@@ -235,12 +229,12 @@ async def test_two_workers_join_plans_and_facts_across_their_partitions(
         for worker in (first, second):
             assert 0 < await events(worker, "plan"), worker.log
             assert 0 < await events(worker, "plan_interest"), worker.log
-        split = [claim(f"p-{run}", subjects[0], "billing-api@eu", "unpaid", "ledger-eu", 1)]
+        split = [payment(f"p-{run}", subjects[0], "billing-api@eu", "unpaid", "ledger-eu", 1)]
         await publish_claims(kafka_bootstrap, first.prefix, split)
         conflict = await decision_of(kafka_bootstrap, first, facts[0], "conflict")
         await reader.wait_for(every("refund", "blocked"), 90.0, "every refund blocked")
         blocked = {pid: steps(reader.records, pid, "refund")[-1]["blocking"] for pid in plan_ids}
-        agree = [claim(f"q-{run}", subjects[0], "billing-api@eu", "paid", "ledger-eu", 0.5)]
+        agree = [payment(f"q-{run}", subjects[0], "billing-api@eu", "paid", "ledger-eu", 0.5)]
         await publish_claims(kafka_bootstrap, first.prefix, agree)
         await decision_of(kafka_bootstrap, first, facts[0], "resolved")
         await reader.wait_for(every("refund", "runnable"), 90.0, "every refund runnable again")
@@ -263,7 +257,7 @@ async def test_plan_state_survives_a_killed_worker(
     run = unique("inv")
     pay, other, missing = (f"{run}-{i}|payment_status" for i in (1, 2, 3))
     plan_id = unique("plan")
-    owner = claim("p-1", f"{run}-1", "billing-api", "paid", "ledger", 3)
+    owner = payment("p-1", f"{run}-1", "billing-api", "paid", "ledger", 3)
     await publish_claims(kafka_bootstrap, worker.prefix, [owner])
     await decision_of(kafka_bootstrap, worker, pay, "resolved")
     await publish_raw(kafka_bootstrap, worker.names.plans, [plan(plan_id, pay, other, missing)])
@@ -272,7 +266,7 @@ async def test_plan_state_survives_a_killed_worker(
         await asyncio.sleep(3.0)  # past the 1 s commit interval
         await worker.restart(signal.SIGKILL)
         assert 0 == await events(worker, "plan")
-        split = [claim("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 1)]
+        split = [payment("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 1)]
         await publish_claims(kafka_bootstrap, worker.prefix, split)
         conflict = await decision_of(kafka_bootstrap, worker, pay, "conflict")
         await reader.wait_for(last_is(plan_id, "refund", "blocked"), 60.0, "refund blocked")
@@ -299,8 +293,8 @@ async def test_an_empty_value_deletes_the_plan_and_its_steps_fall_silent(
             assert asyncio.get_running_loop().time() < deadline, worker.log
             await asyncio.sleep(0.3)
         split = [
-            claim("p-1", f"{run}-1", "billing-api@us", "paid", "ledger-us", 3),
-            claim("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 2),
+            payment("p-1", f"{run}-1", "billing-api@us", "paid", "ledger-us", 3),
+            payment("p-2", f"{run}-1", "billing-api@eu", "unpaid", "ledger-eu", 2),
         ]
         await publish_claims(kafka_bootstrap, worker.prefix, split)
         await decision_of(kafka_bootstrap, worker, pay, "conflict")

@@ -28,6 +28,7 @@ from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import TICK_KEY, Record
+from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
     REPO,
@@ -106,10 +107,6 @@ class Recording:
         return TopicNames(self.prefix)
 
 
-def _envelope(subject: str, field: str, claim_id: str, source: str, **rest: Any) -> dict:
-    return {"claim_id": claim_id, "subject": subject, "field": field, "source": source, **rest}
-
-
 def _payment_burst(n: int, burst: int) -> list[Planned]:
     """One observation of payment_status fact n: several sources answering a moment apart."""
     subject, kind = f"invoice:R-{n:02d}", KINDS[n % len(KINDS)]
@@ -149,18 +146,9 @@ def _payment_burst(n: int, burst: int) -> list[Planned]:
         "rejected": [("billing-api", 0.05, {"value": "bogus"})],
     }[kind]
     delay = 2.0 * burst + 0.04 * n
+    fact = {"subject": subject, "observed_at": None}  # stamped when sent
     return [
-        Planned(
-            delay,
-            age,
-            _envelope(
-                subject,
-                "payment_status",
-                f"{subject}/b{burst}/{i}",
-                source,
-                **{"status": "ok", **extra},
-            ),
-        )
+        Planned(delay, age, envelope(f"{subject}/b{burst}/{i}", source, **fact, **extra))
         for i, (source, age, extra) in enumerate(members)
     ]
 
@@ -171,32 +159,22 @@ def _balance_burst(n: int, burst: int) -> list[Planned]:
     amount = 1000 + 10 * burst + n
     copied = amount - 10 if burst else amount
     delay = 0.3 + 1.5 * burst + 0.03 * n
+    fact = {"subject": subject, "field": "balance", "observed_at": None}  # stamped when sent
     return [
-        Planned(
-            delay,
-            age,
-            _envelope(
-                subject,
-                "balance",
-                f"{subject}/b{burst}/{source}",
-                source,
-                status="ok",
-                value={"amount": cents, "currency": "USD", "minor_units": True},
-            ),
+        Planned(delay, age, envelope(f"{subject}/b{burst}/{source}", source, usd, **fact))
+        for source, age, usd in (
+            ("billing-api", 0.05, {"amount": amount, "currency": "USD", "minor_units": True}),
+            ("ledger-replica", 0.2, {"amount": copied, "currency": "USD", "minor_units": True}),
         )
-        for source, age, cents in (("billing-api", 0.05, amount), ("ledger-replica", 0.2, copied))
     ]
 
 
 def _risk_burst(n: int, burst: int) -> list[Planned]:
     subject = f"customer:R-{n}"
     delay = (1.0 if burst == 0 else 6.5) + 0.05 * n
+    fact = {"subject": subject, "field": "risk_score", "observed_at": None}  # stamped when sent
     return [
-        Planned(
-            delay,
-            age,
-            _envelope(subject, "risk_score", f"{subject}/b{burst}/{source}", source, **rest),
-        )
+        Planned(delay, age, envelope(f"{subject}/b{burst}/{source}", source, **fact, **rest))
         for source, age, rest in (
             ("scorer", 0.05, {"status": "ok", "value": round(0.4 + 0.05 * burst + 0.01 * n, 3)}),
             ("billing-api", 0.1, {"status": "ok", "value": 0.9}),

@@ -7,12 +7,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from streams.client.publisher import Publisher
 from streams.core.signing import signed, verify
+from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
     TopicReader,
@@ -41,20 +41,8 @@ fields:
 signing:
   ledger: {env: CW_IT_LEDGER_KEY}
 """
-FACT = "invoice:SIG-1|payment_status"
-
-
-def envelope(value: str, cid: str = "sig-1", source: str = "ledger@eu") -> dict[str, Any]:
-    """A payment_status claim of invoice:SIG-1."""
-    return {
-        "claim_id": cid,
-        "subject": "invoice:SIG-1",
-        "field": "payment_status",
-        "source": source,
-        "observed_at": ago(1),
-        "status": "ok",
-        "value": value,
-    }
+SUBJECT = "invoice:SIG-1"
+FACT = f"{SUBJECT}|payment_status"
 
 
 async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
@@ -68,10 +56,15 @@ async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
     monkeypatch.setenv("CW_IT_LEDGER_KEY", KEY)  # the worker subprocess inherits it
     worker = await workers.launch(write_policy(tmp_path, POLICY))
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
-    genuine = signed(envelope("unpaid"), KEY.encode())
+    genuine = signed(
+        envelope("sig-1", "ledger@eu", "unpaid", subject=SUBJECT, observed_at=ago(1)), KEY.encode()
+    )
     forgeries = [
-        envelope("paid"),  # missing
-        signed(envelope("paid"), b"a-guessed-key"),  # wrong key
+        envelope("sig-1", "ledger@eu", "paid", subject=SUBJECT, observed_at=ago(1)),  # missing
+        signed(  # wrong key
+            envelope("sig-1", "ledger@eu", "paid", subject=SUBJECT, observed_at=ago(1)),
+            b"a-guessed-key",
+        ),
         {**genuine, "value": "paid"},  # a real signature replayed with a changed value
     ]
     async with Publisher(kafka_bootstrap, worker.prefix) as publisher:
@@ -87,7 +80,9 @@ async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
     ]
 
     async with Publisher(kafka_bootstrap, worker.prefix, signing_key=KEY.encode()) as publisher:
-        await publisher.publish_many([envelope("unpaid")])
+        await publisher.publish_many(
+            [envelope("sig-1", "ledger@eu", "unpaid", subject=SUBJECT, observed_at=ago(1))]
+        )
     async with TopicReader(kafka_bootstrap, worker.names.decisions) as decisions:
         await decisions.wait_for(lambda records: len(records) >= 1, 45, "a decision")
         await decisions.drain(idle=1.5)
@@ -115,7 +110,12 @@ async def test_publish_command_signs_with_the_key_in_an_env_var(
     """`claimwatch publish --sign-key-env` sends claims whose signature verifies; unset: exit 2."""
     prefix = unique("cwsign") + "."
     path = tmp_path / "claims.jsonl"
-    path.write_text("".join(json.dumps(envelope(v, cid=v)) + "\n" for v in ("paid", "unpaid")))
+    path.write_text(
+        "".join(
+            json.dumps(envelope(v, "ledger@eu", v, subject=SUBJECT, observed_at=ago(1))) + "\n"
+            for v in ("paid", "unpaid")
+        )
+    )
     env = {**os.environ, "CW_IT_PUBLISH_KEY": KEY}
 
     def publish(*flags: str) -> subprocess.CompletedProcess[str]:

@@ -14,6 +14,7 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import TopicNames
+from tests.support.claims import envelope
 from tests.support.kafka import (
     REPO,
     TopicReader,
@@ -168,17 +169,13 @@ async def test_health_is_503_while_the_broker_is_unreachable(
     await decides_the_examples(kafka_bootstrap, worker.prefix, tmp_path, RECENT_FACTS)
 
 
-def _claim(prefix_id: str, index: int, observed: datetime) -> dict[str, Any]:
-    """A fresh billing-api claim on one of 16 invoices."""
-    return {
-        "claim_id": f"{prefix_id}-{index}",
-        "subject": f"invoice:R{index % 16}",
-        "field": "payment_status",
-        "source": "billing-api",
-        "observed_at": rfc3339(observed),
-        "status": "ok",
-        "value": "paid" if index % 2 else "unpaid",
-    }
+def rotating_claim(prefix_id: str, index: int, observed: datetime) -> dict[str, Any]:
+    """Claim `index` of a billing-api stream over 16 invoices, alternately unpaid and paid."""
+    value = "paid" if index % 2 else "unpaid"
+    subject = f"invoice:R{index % 16}"
+    return envelope(
+        f"{prefix_id}-{index}", "billing-api", value, subject=subject, observed_at=rfc3339(observed)
+    )
 
 
 async def first_decision_of(
@@ -189,7 +186,7 @@ async def first_decision_of(
         index = 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            await publish_claims(bootstrap, prefix, [_claim(run, index, datetime.now(UTC))])
+            await publish_claims(bootstrap, prefix, [rotating_claim(run, index, datetime.now(UTC))])
             index += 1
             for record in await reader.poll(0.2):
                 ids = [c["claim_id"] for c in record.json()["claims"]]
@@ -204,7 +201,7 @@ async def test_restart_after_sigkill_decides_within_15_seconds(
 ) -> None:
     """SIGKILL, restart: the first new decision comes within 15 s (static membership)."""
     worker = await workers.launch(POLICY)
-    warm = [_claim("warm", i, datetime.now(UTC) - timedelta(seconds=1)) for i in range(64)]
+    warm = [rotating_claim("warm", i, datetime.now(UTC) - timedelta(seconds=1)) for i in range(64)]
     await publish_claims(kafka_bootstrap, worker.prefix, warm)
     await first_decision_of(kafka_bootstrap, worker.prefix, "warm2", time.monotonic())
     worker.kill()

@@ -6,10 +6,11 @@ from collections import defaultdict
 from typing import Any
 
 from streams.core.alerts import Alert, LagState, ReplicaLag
-from streams.core.claim import Claim, claim_from_envelope
+from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.timeutil import format_rfc3339
+from tests.support.claims import claim
 from tests.support.clocks import SECOND, T0
 
 REPLICA = "reporting-replica@eu-west-1"
@@ -27,18 +28,11 @@ class Facts:
         """Sources answer (source, value[, lineage]) at `at`; the fact is decided 2 s later."""
         for source, value, *lineage in answers:
             self.count += 1
-            envelope = {
-                "claim_id": f"c{self.count:05d}",
-                "subject": subject,
-                "field": "payment_status",
-                "source": source,
-                "observed_at": format_rfc3339(at),
-                "status": "ok",
-                "value": value,
-            }
-            if lineage:
-                envelope["lineage"] = lineage[0]
-            self.claims[subject].append(claim_from_envelope(envelope))
+            extra = {"lineage": lineage[0]} if lineage else {}
+            cid, observed = f"c{self.count:05d}", format_rfc3339(at)
+            self.claims[subject].append(
+                claim(cid, source, value, subject=subject, observed_at=observed, **extra)
+            )
         live = [c for c in self.claims[subject] if (c.observed_us or 0) >= at - 90 * SECOND]
         self.claims[subject] = live
         return resolve(live, self.policy, at + 2 * SECOND)

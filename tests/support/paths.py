@@ -6,3 +6,5 @@ from pathlib import Path
 
 #: the repository root
 REPO = Path(__file__).resolve().parents[2]
+#: The bundled example policy (the README's).
+EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"

@@ -17,6 +17,7 @@ from streams.core.claim import claim_from_envelope
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
+from tests.support.claims import envelope
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 NOW = "2026-09-14T09:12:30Z"
@@ -29,29 +30,10 @@ def _at(clock: str) -> str:
 
 
 def _claim(
-    claim_id: str,
-    source: str,
-    value: Any = None,
-    *,
-    at: str | None = "12:20",
-    subject: str = "invoice:INV-1",
-    field: str = "payment_status",
-    status: str = "ok",
-    **extra: Any,
+    claim_id: str, source: str, value: Any = None, *, at: str | None = "12:20", **extra: Any
 ) -> dict[str, Any]:
-    envelope: dict[str, Any] = {
-        "claim_id": claim_id,
-        "subject": subject,
-        "field": field,
-        "source": source,
-        "status": status,
-    }
-    if at is not None:
-        envelope["observed_at"] = _at(at)
-    if value is not None:
-        envelope["value"] = value
-    envelope.update(extra)
-    return envelope
+    """`envelope` observed at 09:`at` (None: no `observed_at`), 10 s before NOW unless told."""
+    return envelope(claim_id, source, value, observed_at=None if at is None else _at(at), **extra)
 
 
 def _decide(policy: CompiledPolicy, *claims: dict[str, Any]) -> dict[str, Any]:

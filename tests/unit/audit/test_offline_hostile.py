@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from streams.audit import resolve_file as offline
 from streams.audit.replay import replay_lines
 from streams.audit.resolve_file import read_claims, resolve_batch
 from streams.core.timeutil import format_rfc3339
+from tests.support.claims import claim_line
 from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy
 from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hostile_policy_yaml
@@ -22,6 +24,16 @@ NOW = format_rfc3339(T0 + 10_000_000)
 #: A file's own claims drive a replay's clock (SPEC section 6): a claim an hour ahead moves
 #: it an hour on, and a day-old claim is too old for it; both are left out of replay files.
 CLOCK_MOVERS = frozenset({"time_an_hour_ahead", "time_a_day_old"})
+#: a claim of the corpus policy as a JSON line: `corpus_line(claim_id, subject=...)`
+corpus_line = partial(
+    claim_line, source="ledger", value="paid", field="status", observed_at=format_rfc3339(T0)
+)
+#: three lines on two facts; the tests make deciding the middle one fail
+MIDDLE_FAILS = [
+    corpus_line("ok-1", subject="s:1"),
+    corpus_line("bad", subject="s:1"),
+    corpus_line("ok-2", subject="s:2"),
+]
 
 
 def corpus_file(
@@ -69,20 +81,6 @@ def test_replay_names_every_bad_line_and_decides_every_good_fact(tmp_path: Path)
     assert set() == good - decided_ids(proc.stdout)
 
 
-def _claim(claim_id: str, subject: str) -> bytes:
-    return orjson.dumps(
-        {
-            "claim_id": claim_id,
-            "subject": subject,
-            "field": "status",
-            "source": "ledger",
-            "observed_at": format_rfc3339(T0),
-            "status": "ok",
-            "value": "paid",
-        }
-    )
-
-
 def failing_for(claim_id: str, real: Any) -> Any:
     """A stand-in for `resolve` that raises for the claims of one id."""
 
@@ -97,7 +95,7 @@ def failing_for(claim_id: str, real: Any) -> Any:
 def test_a_failure_deciding_one_claim_costs_only_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """resolve: the line whose claim makes deciding fail is an internal_error; the rest decided."""
     monkeypatch.setattr(offline, "resolve", failing_for("bad", offline.resolve))
-    batch = read_claims([_claim("ok-1", "s:1"), _claim("bad", "s:1"), _claim("ok-2", "s:2")], "f")
+    batch = read_claims(MIDDLE_FAILS, "f")
     records = list(resolve_batch(batch, hostile_policy(), T0))
     assert [["ok-1"], ["ok-2"]] == [[c["claim_id"] for c in r["claims"]] for r in records]
     assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in batch.errors]
@@ -115,17 +113,15 @@ def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.M
         return real(self, partition, offset, claim, *rest, **kw)
 
     monkeypatch.setattr(replay.Runtime, "handle_claim", handle_claim)
-    result = replay_lines(
-        hostile_policy(), [_claim("ok-1", "s:1"), _claim("bad", "s:1"), _claim("ok-2", "s:2")], "f"
-    )
+    result = replay_lines(hostile_policy(), MIDDLE_FAILS, "f")
     assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in result.errors]
     assert {"ok-1", "ok-2"} == {c["claim_id"] for d in result.decisions for c in d["claims"]}
 
 
 def test_replay_reports_lines_that_are_neither_decided_nor_redeliveries() -> None:
     """A claim id reused with other content is a line error, as in `claimwatch resolve`."""
-    other = orjson.loads(_claim("c1", "s:1")) | {"value": "unpaid"}
-    lines = [_claim("c1", "s:1"), _claim("c1", "s:1"), orjson.dumps(other)]
+    first = corpus_line("c1", subject="s:1")
+    lines = [first, first, corpus_line("c1", subject="s:1", value="unpaid")]
     result = replay_lines(hostile_policy(), lines, "f")
     assert ["f:3: claim_id: claim_id 'c1' was already used for this fact with other content"] == [
         str(e) for e in result.errors

@@ -17,6 +17,7 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import partition_for
+from tests.support.claims import envelope
 from tests.support.clocks import T0
 from tests.support.paths import REPO
 
@@ -30,31 +31,6 @@ SKEW_S = 5.0
 
 def _at(seconds: float) -> str:
     return format_rfc3339(T0 + round(seconds * 1_000_000))
-
-
-def _claim(
-    claim_id: str,
-    subject: str,
-    source: str,
-    value: Any = None,
-    *,
-    at: float,
-    field: str = "payment_status",
-    status: str = "ok",
-    **extra: Any,
-) -> dict[str, Any]:
-    envelope: dict[str, Any] = {
-        "claim_id": claim_id,
-        "subject": subject,
-        "field": field,
-        "source": source,
-        "observed_at": _at(at),
-        "status": status,
-    }
-    if value is not None:
-        envelope["value"] = value
-    envelope.update(extra)
-    return envelope
 
 
 def _usd(amount: int) -> dict[str, Any]:
@@ -90,8 +66,13 @@ def _clock(until: float, step: float = 2.0, partitions: Iterable[int] | None = N
         for _ in wanted:
             subject = next(fillers)
             claims.append(
-                _claim(
-                    f"{subject}/c", subject, "billing-api", _usd(100), at=moment, field="balance"
+                envelope(
+                    f"{subject}/c",
+                    "billing-api",
+                    _usd(100),
+                    subject=subject,
+                    field="balance",
+                    observed_at=_at(moment),
                 )
             )
         moment += step
@@ -122,7 +103,14 @@ def _scenario(subject: str, kind: str, start: float) -> list[dict[str, Any]]:
         "rejected": [("billing-api", "bogus", {})],
     }[kind]
     return [
-        _claim(f"{subject}/{i}", subject, source, value, at=start + 0.4 * i, **extra)
+        envelope(
+            f"{subject}/{i}",
+            source,
+            value,
+            subject=subject,
+            observed_at=_at(start + 0.4 * i),
+            **extra,
+        )
         for i, (source, value, extra) in enumerate(c)
     ]
 
@@ -137,31 +125,37 @@ def _windowed_stream() -> list[dict[str, Any]]:
         claims += _scenario(f"invoice:W-{n}", KINDS[n % len(KINDS)], start=1.0 + n)
     for n in range(4):
         subject = f"account:W-{n}"
+        balance = {"subject": subject, "field": "balance"}
         claims += [
-            _claim(
-                f"{subject}/a", subject, "billing-api", _usd(1250), at=2.5 + 3 * n, field="balance"
+            envelope(
+                f"{subject}/a",
+                "billing-api",
+                _usd(1250),
+                observed_at=_at(2.5 + 3 * n),
+                **balance,
             ),
-            _claim(
+            envelope(
                 f"{subject}/b",
-                subject,
                 "ledger-replica",
                 {"amount": "12.50", "currency": "USD"},
-                at=3.0 + 3 * n,
-                field="balance",
+                observed_at=_at(3.0 + 3 * n),
+                **balance,
             ),
         ]
+    risk = {"subject": "customer:W", "field": "risk_score"}
+    address = {"subject": "customer:W", "field": "shipping_address"}
     claims += [
-        _claim("risk/a", "customer:W", "scorer", 0.42, at=4.2, field="risk_score"),
-        _claim("risk/b", "customer:W", "billing-api", 0.9, at=4.6, field="risk_score"),
-        _claim("addr/a", "customer:W", "user", "1 Main  St", at=7.1, field="shipping_address"),
-        _claim("addr/b", "customer:W", "crm", "9 Old Road", at=7.5, field="shipping_address"),
-        _claim(
+        envelope("risk/a", "scorer", 0.42, observed_at=_at(4.2), **risk),
+        envelope("risk/b", "billing-api", 0.9, observed_at=_at(4.6), **risk),
+        envelope("addr/a", "user", "1 Main  St", observed_at=_at(7.1), **address),
+        envelope("addr/b", "crm", "9 Old Road", observed_at=_at(7.5), **address),
+        envelope(
             "price/a",
-            "unit:W",
             "billing-api",
             {"amount": "19.99", "currency": "EUR"},
-            at=9.1,
+            subject="unit:W",
             field="unit_price",
+            observed_at=_at(9.1),
         ),
     ]
     claims += _clock(until=22.0)
@@ -295,7 +289,7 @@ def test_windows_and_expiry_run_on_the_files_own_clock(tmp_path: Path) -> None:
     policy = _policy(tmp_path, "p10s.yaml", (PAYMENT_60S, PAYMENT_60S.replace("60s", "10s")))
     subject = "invoice:STALE"
     home = _home(subject, "payment_status")
-    stale = [_claim("stale/1", subject, "billing-api", "paid", at=0.0)]
+    stale = [envelope("stale/1", "billing-api", "paid", subject=subject, observed_at=_at(0.0))]
     same = _write(tmp_path / "same.jsonl", _in_time_order(stale + _clock(20.0, 1.0, [home])))
     other = (home + 1) % PARTITIONS
     apart = _write(tmp_path / "apart.jsonl", _in_time_order(stale + _clock(20.0, 1.0, [other])))
@@ -345,8 +339,13 @@ def _diff_stream() -> tuple[list[dict[str, Any]], set[str], dict[str, list[str]]
     for n in range(6):
         subject = f"account:D-{n}"
         claims.append(
-            _claim(
-                f"{subject}/a", subject, "billing-api", _usd(n), at=1.0 + 0.5 * n, field="balance"
+            envelope(
+                f"{subject}/a",
+                "billing-api",
+                _usd(n),
+                subject=subject,
+                field="balance",
+                observed_at=_at(1.0 + 0.5 * n),
             )
         )
     return _in_time_order(claims + _clock(30.0)), payment, changed
@@ -561,19 +560,11 @@ def test_replay_alerts_file_names_the_lagging_replica(tmp_path: Path) -> None:
         second = [0, 1, 4, 7][step]
         for i in range(8):
             for source, value in parts:
-                lines.append(
-                    json.dumps(
-                        {
-                            "claim_id": f"{source}-{i}-{step}",
-                            "subject": f"invoice:{i}",
-                            "field": "payment_status",
-                            "source": source,
-                            "observed_at": f"2026-11-29T10:00:0{second}.{i}00000Z",
-                            "status": "ok",
-                            "value": value,
-                        }
-                    )
+                at = f"2026-11-29T10:00:0{second}.{i}00000Z"
+                claim = envelope(
+                    f"{source}-{i}-{step}", source, value, subject=f"invoice:{i}", observed_at=at
                 )
+                lines.append(json.dumps(claim))
     claims = tmp_path / "lag.jsonl"
     claims.write_text("\n".join(lines) + "\n", encoding="utf-8")
     outputs = []

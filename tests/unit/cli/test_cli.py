@@ -7,8 +7,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from tests.support.claims import claim_line, envelope
 from tests.support.cli import CLAIMWATCH, run_cli
 from tests.support.paths import REPO
 
@@ -24,20 +26,6 @@ def _resolve(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProc
 
 def _decisions(stdout: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
-
-
-def _claim(claim_id: str, subject: str, value: str, **extra: Any) -> str:
-    envelope = {
-        "claim_id": claim_id,
-        "subject": subject,
-        "field": "payment_status",
-        "source": "billing-api",
-        "observed_at": "2026-09-14T09:12:03Z",
-        "status": "ok",
-        "value": value,
-        **extra,
-    }
-    return json.dumps(envelope)
 
 
 def test_console_script_is_installed() -> None:
@@ -69,18 +57,19 @@ def test_stdin_dash_and_no_argument_equal_file_input() -> None:
 
 def test_bad_lines_are_reported_and_the_rest_resolved(tmp_path: Path) -> None:
     """Malformed, subject-less and conflicting-id lines are named on stderr; the rest resolves."""
-    missing_subject = json.loads(_claim("c-2", "invoice:INV-1", "paid"))
+    at = "2026-09-14T09:12:03Z"
+    missing_subject = envelope("c-2", "billing-api", "paid", observed_at=at)
     del missing_subject["subject"]
     lines = [
-        _claim("c-1", "invoice:INV-1", "paid"),
-        "{this is not json",
-        json.dumps(missing_subject),
-        _claim("c-1", "invoice:INV-1", "unpaid"),
-        _claim("c-3", "invoice:INV-2", "unpaid"),
-        _claim("c-1", "invoice:INV-1", "paid"),
+        claim_line("c-1", "billing-api", "paid", observed_at=at),
+        b"{this is not json",
+        orjson.dumps(missing_subject),
+        claim_line("c-1", "billing-api", "unpaid", observed_at=at),
+        claim_line("c-3", "billing-api", "unpaid", subject="invoice:INV-2", observed_at=at),
+        claim_line("c-1", "billing-api", "paid", observed_at=at),
     ]
     claims = tmp_path / "claims.jsonl"
-    claims.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    claims.write_bytes(b"\n".join(lines) + b"\n")
     done = _resolve(str(claims))
     assert 1 == done.returncode
     errors = done.stderr.decode().splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import orjson
@@ -21,24 +22,23 @@ from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
 from streams.policy.loading import parse_policy
 from streams.wire.codec import DecodeError, decode_claim, dumps
+from tests.support.claims import envelope
 from tests.support.feed import feed, hostile_policy, hostile_runtime
 from tests.support.hostile import LATENESS_US, T0, HostileMessage, hostile_policy_yaml
 
 USD = '"currency": "USD"'
 
 
-def envelope(field: str = "status", value: Any = "paid", **extra: Any) -> dict[str, Any]:
-    """A claim of the corpus policy, observed at T0."""
-    return {
-        "claim_id": "c1",
-        "subject": "invoice:1",
-        "field": field,
-        "source": "ledger",
-        "observed_at": format_rfc3339(T0),
-        "status": "ok",
-        "value": value,
-        **extra,
-    }
+#: a claim of the corpus policy, observed at T0 (`field=` and `value=` for the others)
+corpus_claim = partial(
+    envelope,
+    claim_id="c1",
+    source="ledger",
+    value="paid",
+    subject="invoice:1",
+    field="status",
+    observed_at=format_rfc3339(T0),
+)
 
 
 def handle(raw: bytes, field: str = "status") -> tuple[str | None, list[str], str | None]:
@@ -96,7 +96,7 @@ def test_numbers_beyond_their_field_type_are_rejected_naming_the_limit(
     field: str, value: str, limit: str
 ) -> None:
     """Decided `rejected` with the limit in the reason and copied to the DLQ; nothing raises."""
-    raw = json.dumps(envelope(field, "@@")).replace('"@@"', value).encode()
+    raw = json.dumps(corpus_claim(field=field, value="@@")).replace('"@@"', value).encode()
     outcome, dead, reason = handle(raw, field)
     assert ("rejected", True, True) == (outcome, limit in (reason or ""), limit in dead[0])
 
@@ -138,7 +138,7 @@ WRONG_TYPES = [
 )
 def test_wrongly_typed_envelope_keys_reject_the_claim(key: str, value: Any, reason: str) -> None:
     """A claim that names its fact but breaks the envelope's types is decided `rejected`."""
-    outcome, dead, why = handle(orjson.dumps(envelope(**{key: value})))
+    outcome, dead, why = handle(orjson.dumps(corpus_claim(**{key: value})))
     assert ("rejected", True, True) == (outcome, reason in (why or ""), reason in dead[0])
 
 
@@ -147,16 +147,16 @@ NO_FACT = [
     (b"42", "got a number"),
     (b'"claim"', "got a string"),
     (b"null", "got null"),
-    (orjson.dumps(envelope(claim_id=7)), "`claim_id` must be a non-empty string, got number 7"),
-    (orjson.dumps(envelope(subject=["s"])), "`subject` must be a non-empty string"),
-    (orjson.dumps(envelope(field={"f": 1})), "`field` must be a non-empty string"),
-    (orjson.dumps(envelope(source=False)), "`source` must be a non-empty string"),
+    (orjson.dumps(corpus_claim(claim_id=7)), "`claim_id` must be a non-empty string, got number 7"),
+    (orjson.dumps(corpus_claim(subject=["s"])), "`subject` must be a non-empty string"),
+    (orjson.dumps(corpus_claim(field={"f": 1})), "`field` must be a non-empty string"),
+    (orjson.dumps(corpus_claim(source=False)), "`source` must be a non-empty string"),
     (
-        orjson.dumps({k: v for k, v in envelope().items() if k != "source"}),
+        orjson.dumps({k: v for k, v in corpus_claim().items() if k != "source"}),
         "missing required key `source`",
     ),
-    (orjson.dumps(envelope(subject="a\x00b")), "control character U+0000"),
-    (orjson.dumps(envelope(field="a|b")), "`field` contains `|`"),
+    (orjson.dumps(corpus_claim(subject="a\x00b")), "control character U+0000"),
+    (orjson.dumps(corpus_claim(field="a|b")), "`field` contains `|`"),
     (b'{"value": ' + b"[" * 100 + b"]" * 100 + b"}", f"nested deeper than {MAX_NESTING} levels"),
     (b"", "empty value"),
     (b"  \n", "empty value"),
@@ -192,12 +192,12 @@ TIMES = [
 @pytest.mark.parametrize("observed_at", TIMES, ids=[t[:30] for t in TIMES])
 def test_observation_times_outside_the_calendar_reject_the_claim(observed_at: str) -> None:
     """No OverflowError later when a record renders the time: the claim is rejected."""
-    claim = claim_from_envelope(envelope(observed_at=observed_at))
+    claim = claim_from_envelope(corpus_claim(observed_at=observed_at))
     assert (None, True) == (
         claim.observed_us,
         claim.time_error is not None and len(claim.time_error) < 200,
     )
-    assert "rejected" == handle(orjson.dumps(envelope(observed_at=observed_at)))[0]
+    assert "rejected" == handle(orjson.dumps(corpus_claim(observed_at=observed_at)))[0]
 
 
 def test_deep_values_are_refused_without_recursion() -> None:
@@ -208,8 +208,10 @@ def test_deep_values_are_refused_without_recursion() -> None:
     with pytest.raises(NormalizationError):
         canonical(FieldPolicy(type="json"), deep)
     with pytest.raises(EnvelopeError):
-        claim_from_envelope(envelope(value=deep))
-    assert True is isinstance(verify({**envelope(value=deep), "signature": "0" * 64}, b"k"), str)
+        claim_from_envelope(corpus_claim(value=deep))
+    assert True is isinstance(
+        verify({**corpus_claim(value=deep), "signature": "0" * 64}, b"k"), str
+    )
     assert f"nested deeper than {MAX_NESTING} levels" == scan({"v": deep}).refused
 
 
@@ -217,9 +219,9 @@ def test_records_of_claims_built_in_python_always_encode() -> None:
     """A claim built in process with a 10**30 or a NaN is rejected, and its record encodes."""
     policy = hostile_policy()
     claims = [
-        claim_from_envelope({**envelope("blob", float("nan")), "claim_id": "nan"}),
-        claim_from_envelope({**envelope("blob", {"n": 10**30}), "claim_id": "big"}),
-        claim_from_envelope({**envelope("blob", 1), "claim_id": "x", "x_extra": -(10**5000)}),
+        claim_from_envelope(corpus_claim(claim_id="nan", field="blob", value=float("nan"))),
+        claim_from_envelope(corpus_claim(claim_id="big", field="blob", value={"n": 10**30})),
+        claim_from_envelope(corpus_claim(claim_id="x", field="blob", value=1, x_extra=-(10**5000))),
     ]
     record = resolve(claims, policy, T0)
     shown = {
@@ -284,7 +286,7 @@ def test_any_json_in_any_envelope_key_is_decided_or_dead_lettered(
     field: str, key: str, value: Any
 ) -> None:
     """Whatever a producer puts in any key: no exception, and a decision or a DLQ record."""
-    body = envelope(field, "x")
+    body = corpus_claim(field=field, value="x")
     body[key] = value
     raw = json.dumps(body).encode()  # Python writes NaN, Infinity and integers of any size
     outcome, dead, _ = handle(raw, field)

@@ -28,7 +28,7 @@ from streams.core.processor import PartitionProcessor, StepResult
 from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.sim.simulate import HOUR, LAG_DELAY_US, MINUTE, SECOND, Traffic, plan, simulate
-from tests.conftest import EXAMPLE_POLICY
+from tests.support.paths import EXAMPLE_POLICY
 
 SEEDS = range(20)
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")

@@ -7,7 +7,7 @@ from typing import Any
 from schemas.policy import Authority, OnConflict
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
-from tests.conftest import make_claim
+from tests.support.claims import claim
 
 
 def dispositions(record: dict[str, Any]) -> dict[str, str]:
@@ -17,7 +17,7 @@ def dispositions(record: dict[str, Any]) -> dict[str, str]:
 
 def test_single_fresh_claim_resolves(policy: CompiledPolicy, now_us: int) -> None:
     """1. A single fresh claim resolves to its value."""
-    record = resolve([make_claim("a", "billing-api", "paid")], policy, now_us)
+    record = resolve([claim("a", "billing-api", "paid")], policy, now_us)
     assert ("resolved", "paid", 1) == (record["outcome"], record["value"], record["corroboration"])
     assert {"a": "won"} == dispositions(record)
     assert "proceed" == record["action"]
@@ -25,7 +25,7 @@ def test_single_fresh_claim_resolves(policy: CompiledPolicy, now_us: int) -> Non
 
 def test_single_stale_claim_is_insufficient(policy: CompiledPolicy, now_us: int) -> None:
     """2. A single stale claim is insufficient, never the least-stale guess."""
-    old = make_claim("a", "billing-api", "paid", observed_at="2026-09-14T09:10:00Z")
+    old = claim("a", "billing-api", "paid", observed_at="2026-09-14T09:10:00Z")
     record = resolve([old], policy, now_us)
     assert ("insufficient", None, 0) == (
         record["outcome"],
@@ -40,10 +40,8 @@ def test_single_stale_claim_is_insufficient(policy: CompiledPolicy, now_us: int)
 def test_higher_authority_wins(policy: CompiledPolicy, now_us: int) -> None:
     """3. Two fresh claims of different classes: the higher class wins, the other dissents."""
     claims = [
-        make_claim("a", "billing-api", "paid"),
-        make_claim(
-            "b", "reporting-replica@eu-west-1", "overdue", observed_at="2026-09-14T09:11:58Z"
-        ),
+        claim("a", "billing-api", "paid"),
+        claim("b", "reporting-replica@eu-west-1", "overdue", observed_at="2026-09-14T09:11:58Z"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", "paid", 1) == (record["outcome"], record["value"], record["corroboration"])
@@ -55,9 +53,9 @@ def test_higher_authority_wins(policy: CompiledPolicy, now_us: int) -> None:
 def test_same_class_different_values_conflict(policy: CompiledPolicy, now_us: int) -> None:
     """4. Two claims of the same class with different values are a value conflict."""
     claims = [
-        make_claim("a", "billing-api@us", "paid", lineage="ledger-us"),
-        make_claim("b", "billing-api@eu", "unpaid", lineage="ledger-eu"),
-        make_claim("c", "reporting-replica", "paid"),
+        claim("a", "billing-api@us", "paid", lineage="ledger-us"),
+        claim("b", "billing-api@eu", "unpaid", lineage="ledger-eu"),
+        claim("c", "reporting-replica", "paid"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("conflict", "value", None) == (
@@ -73,8 +71,8 @@ def test_same_class_different_values_conflict(policy: CompiledPolicy, now_us: in
 def test_same_value_different_sources_corroborate(policy: CompiledPolicy, now_us: int) -> None:
     """5. Same class, same value, independent sources: resolved with corroboration 2."""
     claims = [
-        make_claim("a", "scorer", 0.42, field="risk_score", subject="customer:1"),
-        make_claim(
+        claim("a", "scorer", 0.42, field="risk_score", subject="customer:1"),
+        claim(
             "b",
             "scorer@b",
             0.425,
@@ -92,8 +90,8 @@ def test_same_value_different_sources_corroborate(policy: CompiledPolicy, now_us
 def test_same_lineage_agreement_counts_once(policy: CompiledPolicy, now_us: int) -> None:
     """6. Claims that share a lineage and agree are one vote."""
     claims = [
-        make_claim("a", "billing-api", "paid"),
-        make_claim("b", "ledger-replica", "paid", observed_at="2026-09-14T09:12:05Z"),
+        claim("a", "billing-api", "paid"),
+        claim("b", "ledger-replica", "paid", observed_at="2026-09-14T09:12:05Z"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", 1) == (record["outcome"], record["corroboration"])
@@ -103,8 +101,8 @@ def test_same_lineage_agreement_counts_once(policy: CompiledPolicy, now_us: int)
 def test_missing_timestamp_is_rejected(policy: CompiledPolicy, now_us: int) -> None:
     """7. A claim without observed_at is rejected at the contract boundary and does not vote."""
     claims = [
-        make_claim("a", "billing-api", "paid", observed_at=...),
-        make_claim("b", "reporting-replica", "overdue"),
+        claim("a", "billing-api", "paid", observed_at=None),
+        claim("b", "reporting-replica", "overdue"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", "overdue") == (record["outcome"], record["value"])
@@ -118,13 +116,13 @@ def test_missing_timestamp_is_rejected(policy: CompiledPolicy, now_us: int) -> N
 def test_unit_mismatch_is_rejected_not_arbitrated(policy: CompiledPolicy, now_us: int) -> None:
     """8. A value in another currency is rejected by normalization, not arbitrated."""
     claims = [
-        make_claim(
+        claim(
             "a",
             "billing-api",
             {"amount": 1250, "currency": "USD", "minor_units": True},
             field="balance",
         ),
-        make_claim(
+        claim(
             "b",
             "billing-api@eu",
             {"amount": 11.5, "currency": "EUR"},
@@ -144,10 +142,10 @@ def test_unit_mismatch_is_rejected_not_arbitrated(policy: CompiledPolicy, now_us
 
 def test_tool_error_is_not_an_empty_result(policy: CompiledPolicy, now_us: int) -> None:
     """9. A tool error is no evidence (not an empty value), and `ok` without a value is rejected."""
-    failed = make_claim("a", "billing-api", status="error")
+    failed = claim("a", "billing-api", status="error")
     record = resolve([failed], policy, now_us)
     assert ("insufficient", {"a": "no_evidence"}) == (record["outcome"], dispositions(record))
-    empty = make_claim("b", "billing-api")
+    empty = claim("b", "billing-api")
     record = resolve([empty], policy, now_us)
     assert "rejected" == record["outcome"]
     assert "without a `value`" in record["claims"][0]["error"]
@@ -156,8 +154,8 @@ def test_tool_error_is_not_an_empty_result(policy: CompiledPolicy, now_us: int) 
 def test_existence_conflict_is_never_settled(policy: CompiledPolicy, now_us: int) -> None:
     """A found value meeting not_found at the top class stays a conflict, whatever on_conflict."""
     claims = [
-        make_claim("a", "crm-1", "1 Main St", field="shipping_address"),
-        make_claim("b", "crm-2", status="not_found", field="shipping_address"),
+        claim("a", "crm-1", "1 Main St", field="shipping_address"),
+        claim("b", "crm-2", status="not_found", field="shipping_address"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("conflict", "existence") == (record["outcome"], record["conflict_kind"])
@@ -165,15 +163,15 @@ def test_existence_conflict_is_never_settled(policy: CompiledPolicy, now_us: int
 
 def test_resolved_absence(policy: CompiledPolicy, now_us: int) -> None:
     """not_found from the owner is evidence of absence: resolved, exists false, null value."""
-    record = resolve([make_claim("a", "billing-api", status="not_found")], policy, now_us)
+    record = resolve([claim("a", "billing-api", status="not_found")], policy, now_us)
     assert ("resolved", False, None) == (record["outcome"], record["exists"], record["value"])
 
 
 def test_cache_never_displaces_its_owner(policy: CompiledPolicy, now_us: int) -> None:
     """A newer claim from the owner's own cache does not replace the owner's claim."""
     claims = [
-        make_claim("a", "billing-api", "paid", observed_at="2026-09-14T09:12:00Z"),
-        make_claim("b", "ledger-replica", "unpaid", observed_at="2026-09-14T09:12:20Z"),
+        claim("a", "billing-api", "paid", observed_at="2026-09-14T09:12:00Z"),
+        claim("b", "ledger-replica", "unpaid", observed_at="2026-09-14T09:12:20Z"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", "paid") == (record["outcome"], record["value"])
@@ -184,10 +182,10 @@ def test_cache_never_displaces_its_owner(policy: CompiledPolicy, now_us: int) ->
 def test_prefer_recent_settles_a_value_conflict(policy: CompiledPolicy, now_us: int) -> None:
     """prefer_recent: the newest of the strongest wins and the reason says so."""
     claims = [
-        make_claim(
+        claim(
             "a", "crm-1", "1 Main St", field="shipping_address", observed_at="2026-09-10T00:00:00Z"
         ),
-        make_claim("b", "crm-2", "9 Old Rd", field="shipping_address"),
+        claim("b", "crm-2", "9 Old Rd", field="shipping_address"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", "9 Old Rd") == (record["outcome"], record["value"])
@@ -206,15 +204,15 @@ def test_prefer_primary_needs_the_owner(policy: CompiledPolicy, now_us: int) -> 
     spec = spec.model_copy(update={"fields": {**spec.fields, "payment_status": field}})
     primary = CompiledPolicy(spec)
     claims = [
-        make_claim("a", "billing-api", "paid", lineage="ledger-us"),
-        make_claim("b", "mirror", "unpaid", observed_at="2026-09-14T09:12:10Z"),
+        claim("a", "billing-api", "paid", lineage="ledger-us"),
+        claim("b", "mirror", "unpaid", observed_at="2026-09-14T09:12:10Z"),
     ]
     record = resolve(claims, primary, now_us)
     assert ("resolved", "paid") == (record["outcome"], record["value"])
     assert {"a": "won", "b": "outranked"} == dispositions(record)
     others = [
-        make_claim("c", "mirror", "paid", lineage="r1"),
-        make_claim("d", "mirror@2", "unpaid", lineage="r2"),
+        claim("c", "mirror", "paid", lineage="r1"),
+        claim("d", "mirror@2", "unpaid", lineage="r2"),
     ]
     assert "conflict" == resolve(others, primary, now_us)["outcome"]
 
@@ -222,8 +220,8 @@ def test_prefer_primary_needs_the_owner(policy: CompiledPolicy, now_us: int) -> 
 def test_present_with_timestamp_lists_alternatives(policy: CompiledPolicy, now_us: int) -> None:
     """present_with_timestamp: resolved to the newest with every competing value listed."""
     claims = [
-        make_claim("a", "scorer", 0.42, field="risk_score", observed_at="2026-09-14T06:00:00Z"),
-        make_claim("b", "scorer@2", 0.47, field="risk_score", lineage="scorer-2"),
+        claim("a", "scorer", 0.42, field="risk_score", observed_at="2026-09-14T06:00:00Z"),
+        claim("b", "scorer@2", 0.47, field="risk_score", lineage="scorer-2"),
     ]
     record = resolve(claims, policy, now_us)
     assert ("resolved", 0.47) == (record["outcome"], record["value"])
@@ -234,14 +232,14 @@ def test_present_with_timestamp_lists_alternatives(policy: CompiledPolicy, now_u
 
 def test_assertion_never_proceeds(policy: CompiledPolicy, now_us: int) -> None:
     """A fact won by a user's assertion escalates (consequential) instead of proceeding."""
-    record = resolve([make_claim("a", "user", "paid")], policy, now_us)
+    record = resolve([claim("a", "user", "paid")], policy, now_us)
     assert ("resolved", "escalate") == (record["outcome"], record["action"])
 
 
 def test_claim_from_the_future_is_rejected(policy: CompiledPolicy, now_us: int) -> None:
     """A claim observed more than clock_skew ahead of now is rejected."""
     record = resolve(
-        [make_claim("a", "billing-api", "paid", observed_at="2026-09-14T09:13:00Z")],
+        [claim("a", "billing-api", "paid", observed_at="2026-09-14T09:13:00Z")],
         policy,
         now_us,
     )
@@ -256,14 +254,14 @@ def test_contract_version_mismatch_is_rejected(policy: CompiledPolicy, now_us: i
     versioned = CompiledPolicy(
         spec.model_copy(update={"fields": {**spec.fields, "balance": field}})
     )
-    claim = make_claim(
+    versioned_claim = claim(
         "a",
         "billing-api",
         {"amount": 1, "currency": "USD", "minor_units": True},
         field="balance",
         contract_version="1",
     )
-    record = resolve([claim], versioned, now_us)
+    record = resolve([versioned_claim], versioned, now_us)
     assert "rejected" == record["outcome"]
     assert "contract_version" in record["claims"][0]["error"]
 
@@ -271,8 +269,8 @@ def test_contract_version_mismatch_is_rejected(policy: CompiledPolicy, now_us: i
 def test_producer_cannot_promote_itself(policy: CompiledPolicy, now_us: int) -> None:
     """The envelope's authority label is informational: the registry decides the class."""
     claims = [
-        make_claim("a", "billing-api", "paid"),
-        make_claim("b", "reporting-replica", "overdue", authority="system_of_record"),
+        claim("a", "billing-api", "paid"),
+        claim("b", "reporting-replica", "overdue", authority="system_of_record"),
     ]
     record = resolve(claims, policy, now_us)
     assert "paid" == record["value"]

@@ -12,23 +12,16 @@ from streams.core.policy import CompiledPolicy
 from streams.core.processor import PartitionProcessor, StepResult
 from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
+from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with
 
 
 def claim(cid: str, source: str, value: str, at_us: int, **extra: Any) -> Claim:
-    """A payment_status claim of invoice:1 observed at `at_us`."""
+    """A payment_status claim of invoice:1 (the one fact of these tests) observed at `at_us`."""
+    at = format_rfc3339(at_us)
     return claim_from_envelope(
-        {
-            "claim_id": cid,
-            "subject": "invoice:1",
-            "field": "payment_status",
-            "source": source,
-            "observed_at": format_rfc3339(at_us),
-            "status": "ok",
-            "value": value,
-            **extra,
-        }
+        envelope(cid, source, value, subject="invoice:1", observed_at=at, **extra)
     )
 
 

@@ -15,6 +15,7 @@ from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.codec import dumps
+from tests.support.claims import claim
 from tests.support.paths import REPO
 
 POLICY = load_policy(REPO / "examples" / "policy.yaml")
@@ -104,9 +105,8 @@ def envelopes(
 
 
 def _claims(specs: list[dict[str, Any]], prefix: str = "c") -> list[Claim]:
-    return [
-        claim_from_envelope({"claim_id": f"{prefix}-{i:02d}", **s}) for i, s in enumerate(specs)
-    ]
+    """The claims of drawn envelopes, numbered `prefix-00`, `prefix-01`, ... in order."""
+    return [claim(f"{prefix}-{i:02d}", **spec) for i, spec in enumerate(specs)]
 
 
 @st.composite

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -18,23 +18,19 @@ from streams.core.signing import canonical_bytes, sign, signature_problem, signe
 from streams.policy.loading import load_policy
 from streams.policy.signing_keys import client_key, load_signing_keys
 from streams.policy.source import PolicyError
+from tests.support.claims import envelope
 
 KEY = b"ledger-secret"
 
 
-def envelope(**changes: Any) -> dict[str, Any]:
-    """A payment_status claim from the ledger."""
-    base: dict[str, Any] = {
-        "claim_id": "c1",
-        "subject": "invoice:INV-1",
-        "field": "payment_status",
-        "source": "ledger@eu",
-        "observed_at": "2026-09-14T09:00:00Z",
-        "status": "ok",
-        "value": {"status": "paid", "note": "é ✓"},
-    }
-    base.update(changes)
-    return base
+#: the ledger's claim these tests sign (`ledger_claim(signature=...)` and so on for others)
+ledger_claim = partial(
+    envelope,
+    claim_id="c1",
+    source="ledger@eu",
+    value={"status": "paid", "note": "é ✓"},
+    observed_at="2026-09-14T09:00:00Z",
+)
 
 
 def signing_policy(keys: dict[str, bytes] | None = None) -> CompiledPolicy:
@@ -47,7 +43,7 @@ def signing_policy(keys: dict[str, bytes] | None = None) -> CompiledPolicy:
 
 def test_canonical_form_is_stable_under_key_order() -> None:
     """Keys sorted at every level: the insertion order of the JSON object does not matter."""
-    one = envelope()
+    one = ledger_claim()
     other = dict(reversed(list(one.items())))
     other["value"] = {"note": "é ✓", "status": "paid"}
     assert canonical_bytes(one) == canonical_bytes(other)
@@ -62,43 +58,43 @@ def test_canonical_form_is_compact_sorted_utf8_without_signature() -> None:
 
 def test_signature_is_hmac_sha256_hex_of_the_canonical_bytes() -> None:
     """Any HMAC-SHA256 implementation over the canonical bytes gives the same signature."""
-    expected = hmac.new(KEY, canonical_bytes(envelope()), hashlib.sha256).hexdigest()
-    assert expected == sign(envelope(), KEY)
+    expected = hmac.new(KEY, canonical_bytes(ledger_claim()), hashlib.sha256).hexdigest()
+    assert expected == sign(ledger_claim(), KEY)
 
 
 def test_valid_signature_verifies_and_survives_a_json_round_trip() -> None:
     """A signed claim sent as JSON and decoded again still verifies."""
-    claim = orjson.loads(orjson.dumps(signed(envelope(), KEY)))
+    claim = orjson.loads(orjson.dumps(signed(ledger_claim(), KEY)))
     assert None is verify(claim, KEY)
 
 
 def test_changed_value_invalidates_the_signature() -> None:
     """Replaying a signed claim with another value (same signature) does not verify."""
-    claim = signed(envelope(), KEY)
+    claim = signed(ledger_claim(), KEY)
     forged = {**claim, "value": {"status": "unpaid", "note": "é ✓"}}
     assert "does not match" in str(verify(forged, KEY))
 
 
 def test_wrong_key_missing_and_malformed_signatures_are_refused() -> None:
     """Each broken signature gets its own reason."""
-    assert "does not match" in str(verify(signed(envelope(), b"other"), KEY))
-    assert "missing `signature`" == verify(envelope(), KEY)
-    assert "64 hex" in str(verify(envelope(signature="zz" * 32), KEY))
-    assert "64 hex" in str(verify(envelope(signature=12), KEY))
+    assert "does not match" in str(verify(signed(ledger_claim(), b"other"), KEY))
+    assert "missing `signature`" == verify(ledger_claim(), KEY)
+    assert "64 hex" in str(verify(ledger_claim(signature="zz" * 32), KEY))
+    assert "64 hex" in str(verify(ledger_claim(signature=12), KEY))
 
 
 def test_only_sources_named_in_signing_must_sign() -> None:
     """The registry rule: exact id, then the service part; others pass unsigned."""
     policy = signing_policy()
-    assert None is signature_problem(policy, envelope(source="reporting"))
-    assert None is signature_problem(policy, signed(envelope(), KEY))
-    problem = signature_problem(policy, envelope())
+    assert None is signature_problem(policy, ledger_claim(source="reporting"))
+    assert None is signature_problem(policy, signed(ledger_claim(), KEY))
+    problem = signature_problem(policy, ledger_claim())
     assert str(problem).startswith("bad_signature: missing `signature`")
 
 
 def test_a_policy_compiled_without_keys_refuses_signed_sources() -> None:
     """Fail closed: no key loaded means no claim of that source is accepted."""
-    problem = signature_problem(signing_policy({}), signed(envelope(), KEY))
+    problem = signature_problem(signing_policy({}), signed(ledger_claim(), KEY))
     assert "bad_signature: no key is loaded for signing source 'ledger'" == problem
 
 
@@ -163,17 +159,17 @@ def test_keys_load_from_env_and_files(tmp_path: Path) -> None:
 
 def test_publisher_validate_signs_what_it_sends() -> None:
     """The bytes sent carry a signature the worker's check accepts."""
-    _, value = validate(envelope(), KEY)
+    _, value = validate(ledger_claim(), KEY)
     sent = orjson.loads(value)
     assert None is signature_problem(signing_policy(), sent)
-    _, unsigned = validate(envelope())
+    _, unsigned = validate(ledger_claim())
     assert "signature" not in orjson.loads(unsigned)
 
 
 def test_publisher_refuses_a_malformed_signature() -> None:
     """A claim carrying a signature that is not 64 hex characters is not sent."""
     with pytest.raises(InvalidClaim, match="signature"):
-        validate(envelope(signature="abc"))
+        validate(ledger_claim(signature="abc"))
 
 
 def test_client_key_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -194,9 +190,9 @@ def test_client_key_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 def test_offline_resolve_refuses_badly_signed_lines_and_keeps_their_id_free() -> None:
     """`claimwatch resolve` applies the same check; a later good claim with the id is used."""
-    forged = {**signed(envelope(), KEY), "value": {"status": "unpaid"}}
-    good = signed(envelope(), KEY)
-    lines = [orjson.dumps(envelope()), orjson.dumps(forged), orjson.dumps(good)]
+    forged = {**signed(ledger_claim(), KEY), "value": {"status": "unpaid"}}
+    good = signed(ledger_claim(), KEY)
+    lines = [orjson.dumps(ledger_claim()), orjson.dumps(forged), orjson.dumps(good)]
     batch = read_claims(lines, "claims.jsonl", signing_policy())
     assert [(1, "signature"), (2, "signature")] == [(e.line, e.key) for e in batch.errors]
     assert 1 == batch.claims

@@ -11,6 +11,7 @@ from streams.core.normalize import normalizer_for
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.timeutil import parse_rfc3339
+from tests.support.claims import envelope
 
 NOW = parse_rfc3339("2026-09-14T10:00:00Z")
 POLICY = CompiledPolicy(
@@ -43,17 +44,11 @@ REPORT_INVESTORS = (
 
 def claim(cid: str, source: str, text: str | None, minute: int, field: str = "summary") -> Claim:
     """A claim about drug:x observed `minute` minutes past 09:00 (None: not_found)."""
-    envelope: dict[str, Any] = {
-        "claim_id": cid,
-        "subject": "drug:x",
-        "field": field,
-        "source": source,
-        "observed_at": f"2026-09-14T09:{minute:02d}:00Z",
-        "status": "ok" if text is not None else "not_found",
-    }
-    if text is not None:
-        envelope["value"] = text
-    return claim_from_envelope(envelope)
+    status = "ok" if text is not None else "not_found"
+    at = f"2026-09-14T09:{minute:02d}:00Z"
+    return claim_from_envelope(
+        envelope(cid, source, text, subject="drug:x", field=field, observed_at=at, status=status)
+    )
 
 
 def decide(*claims: Claim) -> dict[str, Any]:

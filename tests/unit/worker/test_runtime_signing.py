@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from streams.core.timeutil import format_rfc3339
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.metrics import dlq_reason_label
+from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 
 NAMES = TopicNames("t.")
@@ -36,17 +38,15 @@ def signing_runtime() -> Runtime:
     return Runtime(CompiledPolicy(policy, {"ledger-a": KEY}), NAMES, 4, {})
 
 
-def envelope(value: str = "paid", source: str = "ledger-a", cid: str = "c1") -> dict[str, Any]:
-    """A payment_status claim of invoice:1, observed a second after T0."""
-    return {
-        "claim_id": cid,
-        "subject": "invoice:1",
-        "field": "payment_status",
-        "source": source,
-        "observed_at": format_rfc3339(T0 + SECOND),
-        "status": "ok",
-        "value": value,
-    }
+#: the one claim of these tests: ledger-a says invoice:1 is paid, a second after T0
+ledger_a_claim = partial(
+    envelope,
+    claim_id="c1",
+    source="ledger-a",
+    value="paid",
+    subject="invoice:1",
+    observed_at=format_rfc3339(T0 + SECOND),
+)
 
 
 def decisions(handled: ClaimsHandled) -> list[dict[str, Any]]:
@@ -62,9 +62,9 @@ def dead_letters(handled: ClaimsHandled) -> list[str]:
 
 
 FORGERIES = {
-    "missing": envelope(),
-    "wrong key": signed(envelope(), b"not-the-key"),
-    "changed value": {**signed(envelope("unpaid"), KEY), "value": "paid"},
+    "missing": ledger_a_claim(),
+    "wrong key": signed(ledger_a_claim(), b"not-the-key"),
+    "changed value": {**signed(ledger_a_claim(value="unpaid"), KEY), "value": "paid"},
 }
 
 
@@ -80,7 +80,7 @@ def test_bad_signature_goes_to_the_dlq_only_and_frees_the_id(case: str) -> None:
     assert "bad_signature" in bad.events
     assert None is bad.claim  # not counted as an accepted claim
     assert FACT.decode() not in runtime.facts  # nothing stored: the id is not marked seen
-    good = runtime.handle(HOME, 1, FACT, orjson.dumps(signed(envelope(), KEY)))
+    good = runtime.handle(HOME, 1, FACT, orjson.dumps(signed(ledger_a_claim(), KEY)))
     (decision,) = decisions(good)
     assert ("resolved", "paid", []) == (decision["outcome"], decision["value"], dead_letters(good))
     assert ["c1"] == [c["claim_id"] for c in decision["claims"]]
@@ -92,14 +92,14 @@ def test_every_forgery_in_a_row_then_the_genuine_claim_is_decided() -> None:
     for offset, case in enumerate(sorted(FORGERIES)):
         handled = runtime.handle(HOME, offset, FACT, orjson.dumps(FORGERIES[case]))
         assert [] == decisions(handled)
-    good = runtime.handle(HOME, 3, FACT, orjson.dumps(signed(envelope(), KEY)))
+    good = runtime.handle(HOME, 3, FACT, orjson.dumps(signed(ledger_a_claim(), KEY)))
     assert ["paid"] == [d["value"] for d in decisions(good)]
 
 
 def test_sources_not_named_in_signing_are_decided_unsigned() -> None:
     """Only the sources the policy names must sign."""
     runtime = signing_runtime()
-    handled = runtime.handle(HOME, 0, FACT, orjson.dumps(envelope(source="reporting")))
+    handled = runtime.handle(HOME, 0, FACT, orjson.dumps(ledger_a_claim(source="reporting")))
     assert (["paid"], []) == ([d["value"] for d in decisions(handled)], dead_letters(handled))
 
 
@@ -110,7 +110,7 @@ def test_replay_of_a_file_applies_the_same_check() -> None:
     replayer = Replayer(signing_runtime().policy, 4)
     for number, case in enumerate(sorted(FORGERIES), start=1):
         replayer.feed_line(orjson.dumps(FORGERIES[case]), "claims.jsonl", number)
-    replayer.feed_line(orjson.dumps(signed(envelope(), KEY)), "claims.jsonl", 4)
+    replayer.feed_line(orjson.dumps(signed(ledger_a_claim(), KEY)), "claims.jsonl", 4)
     replayer.finish()
     assert [("resolved", "paid", ["c1"])] == [
         (d["outcome"], d["value"], [c["claim_id"] for c in d["claims"]])
