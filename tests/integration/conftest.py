@@ -10,20 +10,20 @@ import signal
 import subprocess
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.support.kafka import TopicFactory
+
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "compose" / "kafka.sh"
 LOCAL_BOOTSTRAP = "127.0.0.1:9092"
 LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, "localhost:9092")  # compose/kafka.sh's own broker
 KAFKA_IMAGE = "apache/kafka:3.9.1"
-
-TopicFactory = Callable[..., Awaitable[str]]
 
 
 def _docker_answers() -> bool:

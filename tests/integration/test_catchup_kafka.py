@@ -8,7 +8,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streams.worker.catchup import ChangelogRecord, Gap, catch_up
-from tests.integration.conftest import TopicFactory
+from tests.support.kafka import TopicFactory
 
 pytestmark = pytest.mark.kafka
 

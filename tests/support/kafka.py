@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -46,6 +46,9 @@ READY_TIMEOUT = 90.0
 WORKER_ENV = {"PYTHONUNBUFFERED": "1"}
 
 WORKERS_KEY = pytest.StashKey[list["WorkerProcess"]]()
+
+#: The `fresh_topic` fixture: creates a uniquely named topic, returns its name.
+TopicFactory = Callable[..., Awaitable[str]]
 
 
 # ---------------------------------------------------------------------------- small helpers
