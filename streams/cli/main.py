@@ -55,3 +55,7 @@ def build(argv: Sequence[str] = ()) -> typer.Typer:
 def main() -> None:
     """Console-script entry point."""
     build(sys.argv[1:])()
+
+
+if __name__ == "__main__":
+    main()

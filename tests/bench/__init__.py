@@ -1,0 +1,1 @@
+"""Tests of the benchmarks' own parts (the baselines must do the work they stand for)."""
