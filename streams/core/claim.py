@@ -39,12 +39,16 @@ class EnvelopeError(ValueError):
     """A message that is not a claim: it cannot be attributed to a fact."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Claim:
     """One claim. `observed_us` is None when the time was missing or unparseable.
 
     `arrival_error` is set by the stream processor when the claim was refused on arrival
     (for example, too far ahead of the partition clock): it then stays rejected.
+
+    A claim is never changed once built (`dataclasses.replace` makes a changed copy). It is
+    not declared frozen because every claim read pays for that: a frozen dataclass sets
+    each field through `object.__setattr__`, about 2.5 µs more per claim.
     """
 
     claim_id: str

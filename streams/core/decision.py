@@ -10,7 +10,7 @@ from streams.core.entry import Entry
 from streams.core.limits import fit_for_json
 from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule
-from streams.core.timeutil import format_rfc3339
+from streams.core.timeutil import as_rfc3339, format_rfc3339
 
 #: Envelope keys in the order records show them; other keys follow, sorted.
 _ENVELOPE_ORDER: Final = (
@@ -60,7 +60,7 @@ def claim_record(entry: Entry) -> dict[str, Any]:
     if entry.disposition == "rejected":  # it may be rejected for a number no encoder takes
         record = {k: fit_for_json(v) for k, v in record.items()}
     if entry.claim.observed_us is not None:
-        record["observed_at"] = format_rfc3339(entry.claim.observed_us)
+        record["observed_at"] = as_rfc3339(envelope.get("observed_at"), entry.claim.observed_us)
     if "authority" in envelope:
         record["claimed_authority"] = fit_for_json(envelope["authority"])
     record["authority"] = entry.authority.value

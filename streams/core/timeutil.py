@@ -63,3 +63,22 @@ def format_rfc3339(us: int) -> str:
     if fraction % 1000 == 0:
         return moment.isoformat(timespec="milliseconds") + "Z"
     return moment.isoformat(timespec="microseconds") + "Z"
+
+
+#: Length of a canonical rendering by its fraction: none, milliseconds, microseconds.
+_CANONICAL_LENGTHS: Final = (20, 24, 27)
+
+
+def as_rfc3339(raw: object, us: int) -> str:
+    """`raw` when it already is `format_rfc3339(us)`, else that rendering.
+
+    `raw` must be the text `us` was parsed from: once it parsed to `us`, a UTC text of the
+    canonical length, `T` and `.` in place, can only be the canonical text (the digits are
+    fixed by the instant). Producers mostly send canonical times; they are kept as sent.
+    """
+    if type(raw) is str and raw[-1:] == "Z" and raw[10:11] == "T":
+        fraction = us % 1_000_000
+        size = _CANONICAL_LENGTHS[0 if fraction == 0 else 1 if fraction % 1000 == 0 else 2]
+        if len(raw) == size and (size == 20 or raw[19] == "."):
+            return raw
+    return format_rfc3339(us)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from streams.core.timeutil import TimestampError, format_rfc3339, parse_rfc3339
+from streams.core.timeutil import TimestampError, as_rfc3339, format_rfc3339, parse_rfc3339
 
 # (case id, RFC 3339 text, expected rendering in UTC)
 ACCEPTED = [
@@ -69,3 +71,42 @@ def test_non_string_is_refused() -> None:
     with pytest.raises(TimestampError) as caught:
         parse_rfc3339(1_483_228_799)
     assert "int" in str(caught.value)
+
+
+#: instants from year 0001 to 9998, in microseconds
+INSTANTS = st.integers(min_value=-62_135_596_800_000_000, max_value=253_370_764_799_999_999)
+
+
+def spellings(us: int) -> list[str]:
+    """Texts that all parse to `us`: the canonical one and others a producer may send."""
+    canonical = format_rfc3339(us)
+    head, tail = canonical[:19], canonical[19:-1]
+    fraction = f"{us % 1_000_000:06d}"
+    return [
+        canonical,
+        canonical[:-1] + "z",
+        canonical[:-1] + "+00:00",
+        head.replace("T", " ") + tail + "Z",
+        head.replace("T", "t") + tail + "Z",
+        f"{head}.{fraction}Z",
+        f"{head}.{fraction}000Z",
+        f"{head},{fraction}Z",
+    ]
+
+
+@given(INSTANTS)
+def test_as_rfc3339_is_the_canonical_rendering_of_any_spelling(us: int) -> None:
+    """Whatever spelling of an instant was sent, the record shows its canonical text."""
+    for raw in spellings(us):
+        try:
+            parsed = parse_rfc3339(raw)
+        except TimestampError:
+            continue  # a spelling this Python does not parse is not kept either
+        assert format_rfc3339(parsed) == as_rfc3339(raw, parsed)
+
+
+@given(INSTANTS)
+def test_a_canonical_time_is_kept_as_sent(us: int) -> None:
+    """The canonical text is returned as the very string sent (nothing re-rendered)."""
+    raw = "".join(format_rfc3339(us))  # a string of its own, not the renderer's cached one
+    assert raw is as_rfc3339(raw, parse_rfc3339(raw))
