@@ -11,12 +11,24 @@ from streams.audit.replay import facts_last
 
 #: What makes two decisions of a fact differ for an auditor.
 COMPARED = ("outcome", "canonical", "action")
+#: The keys a decision must have (as strings) to be compared at all.
+NEEDS = ("subject", "field", "decision_id")
 
 
 def _brief(record: dict[str, Any] | None) -> dict[str, Any] | None:
     if record is None:
         return None
     return {"decision_id": record["decision_id"], **{k: record.get(k) for k in COMPARED}}
+
+
+def compared_part(record: dict[str, Any]) -> dict[str, Any]:
+    """What `diff` reads of a decision: its fact, id and compared fields (not its claims)."""
+    return {
+        "subject": record["subject"],
+        "field": record["field"],
+        "decision_id": record["decision_id"],
+        **{k: record.get(k) for k in COMPARED},
+    }
 
 
 @dataclass(slots=True)

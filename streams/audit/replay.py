@@ -32,6 +32,8 @@ class Replayed:
     records: int = 0
 
 
+#: Decisions handed on at a time when the end of the input closes every open window.
+FLUSH_PART: Final = 1_000
 #: What the claim of a file line became when it was decided, or ignored as a redelivery.
 _TAKEN: Final = frozenset({"accepted", "rejected", "duplicate"})
 #: The key a refused line is reported under, by what the runtime made of it (else "claim").
@@ -51,6 +53,7 @@ class Replayer:
         partitions: int,
         prefix: str = "claimwatch.",
         topic: str | None = None,
+        keep: bool = True,
     ) -> None:
         names = TopicNames(prefix)
         self.runtime = Runtime(policy, names, partitions, {}, MemoryFacts())
@@ -60,10 +63,14 @@ class Replayer:
         self.result = Replayed()
         #: called with each decision record and its JSON (already serialized by the runtime)
         self.on_decision: Callable[[dict[str, Any], bytes], None] | None = None
+        #: whether `result.decisions` holds every decision (False: they only go to
+        #: `on_decision`, and a long replay holds none of them)
+        self.keep = keep
 
     def _collect(self, handled: ClaimsHandled) -> None:
         for decided, body in zip(handled.decided, handled.bodies, strict=True):
-            self.result.decisions.append(decided.record)
+            if self.keep:
+                self.result.decisions.append(decided.record)
             if self.on_decision is not None:
                 self.on_decision(decided.record, body)
 
@@ -124,12 +131,14 @@ class Replayer:
 
     def finish_partition(self, partition: int) -> None:
         """A topic partition has been read to its end offset: close its open windows."""
-        self._collect(self.runtime.flush_partition(partition))
+        for part in self.runtime.flush_partition_in(partition, FLUSH_PART):
+            self._collect(part)
 
     def finish(self) -> Replayed:
         """Close the windows still open at the end of the input."""
-        for handled in self.runtime.flush():
-            self._collect(handled)
+        for partition in sorted(self.runtime.partitions_seen()):
+            for part in self.runtime.flush_partition_in(partition, FLUSH_PART):
+                self._collect(part)
         return self.result
 
 

@@ -28,7 +28,7 @@ def explain(
         if piped:
             records = decision_lines(sys.stdin.buffer, "<stdin>")
         else:
-            records = recorded_decisions(where, bootstrap)
+            records = list(recorded_decisions(where, bootstrap))
     except RuntimeError as exc:  # a line that is not a decision: FILE:LINE: reason
         fail(str(exc), 1)
     found = next((r for r in records if r.get("decision_id") == decision_id), None)

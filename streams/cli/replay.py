@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from streams.audit.diff import Diff
+from streams.audit.diff import Diff, compared_part
 from streams.audit.replay import Replayed, Replayer, read_range, topic_range
 from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import fact_key
@@ -61,18 +62,51 @@ def _progress(total: int, what: str) -> tuple[Callable[[int], None], Callable[[]
     return (lambda n: bar.advance(task, n)), bar.stop
 
 
-def _writer(sink: IO[bytes]) -> Callable[[dict[str, Any], bytes], None]:
-    def write(_record: dict[str, Any], body: bytes) -> None:
-        sink.write(body + b"\n")
+class Outputs:
+    """Where replayed decisions go as they are made, holding only what is asked for.
 
-    return write
+    Every decision is written to the sink. The diff needs the last decision of each fact,
+    and only its compared part; an output topic gets the decisions from a spool file once
+    the replay is over; only the alert detectors (`--alerts`, which run in clock order over
+    all partitions) need every decision kept.
+    """
+
+    def __init__(self, req: ReplayRequest, sink: IO[bytes]) -> None:
+        self.sink = sink
+        self.last: dict[str, dict[str, Any]] | None = {} if req.diff_against else None
+        self.kept: list[dict[str, Any]] | None = [] if req.alerts is not None else None
+        #: closed (and so deleted) when the replay process ends
+        self.spool: IO[bytes] | None = (
+            tempfile.TemporaryFile() if req.to_topic else None  # noqa: SIM115
+        )
+
+    def decided(self, record: dict[str, Any], body: bytes) -> None:
+        """A decision just made: written out, and kept as far as asked."""
+        self.sink.write(body + b"\n")
+        self.seen(record, body)
+
+    def seen(self, record: dict[str, Any], body: bytes) -> None:
+        """A decision made (now, or by the run a checkpoint resumes): kept as far as asked."""
+        if self.last is not None:
+            self.last[fact_key(record["subject"], record["field"])] = compared_part(record)
+        if self.kept is not None:
+            self.kept.append(record)
+        if self.spool is not None:
+            self.spool.write(body + b"\n")
+
+    def spooled(self) -> Iterator[bytes]:
+        """The decisions sent to the spool, in order."""
+        if self.spool is None:
+            return
+        self.spool.seek(0)
+        yield from (line.rstrip(b"\n") for line in self.spool)
 
 
-def replay_file(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
+def replay_file(req: ReplayRequest, outputs: Outputs) -> Replayed:
     """Replay a JSON-lines file, writing decisions as they are made."""
     assert req.input is not None
-    replayer = Replayer(req.policy, req.partitions)
-    replayer.on_decision = _writer(sink)
+    replayer = Replayer(req.policy, req.partitions, keep=False)
+    replayer.on_decision = outputs.decided
     advance, stop = _progress(req.input.stat().st_size, str(req.input))
     try:
         with req.input.open("rb") as handle:
@@ -89,7 +123,7 @@ def _reader(bootstrap: str | None) -> Any:
     return kafka.consumer(bootstrap)
 
 
-async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
+async def replay_topic(req: ReplayRequest, outputs: Outputs) -> Replayed:
     """Replay a claims topic over a fixed offset range; resumable with a checkpoint."""
     assert req.topic is not None
     consumer = _reader(req.bootstrap)
@@ -98,21 +132,21 @@ async def replay_topic(req: ReplayRequest, sink: IO[bytes]) -> Replayed:
         await consumer._client.force_metadata_update()
         span = await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
         partitions = len(span.end)
-        replayer = Replayer(req.policy, partitions, topic=req.topic)
-        done = _load_checkpoint(req, replayer, sink)
-        replayer.on_decision = _writer(sink)
+        replayer = Replayer(req.policy, partitions, topic=req.topic, keep=False)
+        done = _load_checkpoint(req, outputs)
+        replayer.on_decision = outputs.decided
         remaining = sum(span.end[p] - span.start[p] for p in span.end if p not in done)
         advance, stop = _progress(remaining, req.topic)
         current: int | None = None
         try:
             async for record in read_range(consumer, span, {p: span.end[p] for p in done}):
                 if current is not None and record.partition != current:
-                    _partition_done(req, replayer, current, done, sink)
+                    _partition_done(req, replayer, current, done, outputs.sink)
                 current = record.partition
                 replayer.feed_record(record)
                 advance(1)
             if current is not None:
-                _partition_done(req, replayer, current, done, sink)
+                _partition_done(req, replayer, current, done, outputs.sink)
         finally:
             stop()
         return replayer.finish()
@@ -129,15 +163,18 @@ def _partition_done(
     _save_checkpoint(req, done, sink)
 
 
-def _load_checkpoint(req: ReplayRequest, replayer: Replayer, sink: IO[bytes]) -> set[int]:
+def _load_checkpoint(req: ReplayRequest, outputs: Outputs) -> set[int]:
+    """The partitions a checkpoint says are done; their decisions are taken in again."""
     if req.checkpoint is None or not req.checkpoint.exists():
         return set()
     saved = orjson.loads(req.checkpoint.read_bytes())
-    sink.truncate(saved["out_bytes"])
-    sink.seek(saved["out_bytes"])
+    outputs.sink.truncate(saved["out_bytes"])
+    outputs.sink.seek(saved["out_bytes"])
     assert req.out is not None
     with req.out.open("rb") as handle:
-        replayer.result.decisions.extend(orjson.loads(line) for line in handle if line.strip())
+        for line in handle:
+            if line.strip():
+                outputs.seen(orjson.loads(line), line.rstrip(b"\n"))
     return set(saved["done"])
 
 
@@ -149,18 +186,36 @@ def _save_checkpoint(req: ReplayRequest, done: set[int], sink: IO[bytes]) -> Non
     req.checkpoint.write_bytes(orjson.dumps(state))
 
 
-def recorded_decisions(source: str, bootstrap: str | None) -> list[dict[str, Any]]:
-    """Decisions from a JSON-lines file, or every decision on a topic (repeats kept)."""
+def recorded_decisions(
+    source: str, bootstrap: str | None, require: tuple[str, ...] = ()
+) -> Iterable[dict[str, Any]]:
+    """Decisions from a JSON-lines file (read as they are used), or from a topic (repeats kept).
+
+    A record without a key of `require` raises RuntimeError naming it (FILE:LINE).
+    """
     path = Path(source)
     if path.exists():
-        with path.open("rb") as handle:
-            return decision_lines(handle, source)
-    return asyncio.run(_read_topic(source, bootstrap))
+        return _file_decisions(path, require)
+    records = asyncio.run(_read_topic(source, bootstrap))
+    for number, record in enumerate(records, start=1):
+        _check(record, require, f"{source}: record {number}")
+    return records
+
+
+def _file_decisions(path: Path, require: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as handle:
+        yield from iter_decision_lines(handle, str(path), require)
 
 
 def decision_lines(lines: Iterable[bytes], name: str) -> list[dict[str, Any]]:
     """Decision records of JSON lines; a line that is not one raises RuntimeError(FILE:LINE)."""
-    records = []
+    return list(iter_decision_lines(lines, name))
+
+
+def iter_decision_lines(
+    lines: Iterable[bytes], name: str, require: tuple[str, ...] = ()
+) -> Iterator[dict[str, Any]]:
+    """`decision_lines`, one record at a time (each holding the keys of `require`)."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -168,10 +223,17 @@ def decision_lines(lines: Iterable[bytes], name: str) -> list[dict[str, Any]]:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:  # reported as one line, exit 1
             raise RuntimeError(f"{name}:{number}: not a decision: {exc}") from None
-        if not isinstance(record, dict):
-            raise RuntimeError(f"{name}:{number}: not a decision: not a JSON object")
-        records.append(record)
-    return records
+        _check(record, require, f"{name}:{number}")
+        yield record
+
+
+def _check(record: object, require: tuple[str, ...], where: str) -> None:
+    """RuntimeError naming `where` unless `record` is an object with every required key."""
+    if not isinstance(record, dict):
+        raise RuntimeError(f"{where}: not a decision: not a JSON object")
+    missing = [key for key in require if not isinstance(record.get(key), str)]
+    if missing:
+        raise RuntimeError(f"{where}: not a decision: no string `{missing[0]}`")
 
 
 async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]:
@@ -185,14 +247,15 @@ async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]
         await consumer.stop()
 
 
-async def write_topic(topic: str, decisions: list[dict[str, Any]], bootstrap: str | None) -> None:
-    """Send replayed decisions to a topic of the user's choice (keyed by fact)."""
+async def write_topic(topic: str, bodies: Iterable[bytes], bootstrap: str | None) -> None:
+    """Send replayed decisions (their JSON) to a topic of the user's choice (keyed by fact)."""
     producer = kafka.producer(bootstrap)
     try:
         await producer.start()
-        for record in decisions:
+        for body in bodies:
+            record = orjson.loads(body)
             key = fact_key(record["subject"], record["field"]).encode()
-            await producer.send(topic, key=key, value=orjson.dumps(record))
+            await producer.send(topic, key=key, value=body)
         await producer.flush()
     finally:
         await producer.stop()

@@ -12,9 +12,11 @@ import typer
 from aiokafka.errors import KafkaError
 from rich.console import Console
 
+from streams.audit.diff import NEEDS as DIFF_NEEDS
 from streams.audit.diff import diff
 from streams.cli.common import fail
 from streams.cli.replay import (
+    Outputs,
     ReplayRequest,
     print_diff,
     recorded_decisions,
@@ -127,10 +129,11 @@ def _run_replay(req: ReplayRequest) -> bool:
         mode = "r+b" if checkpoint is not None and checkpoint.exists() else "wb"
         sink = req.out.open(mode)
     try:
+        outputs = Outputs(req, sink)
         if input is not None:
-            result = replay_file(req, sink)
+            result = replay_file(req, outputs)
         else:
-            result = asyncio.run(replay_topic(req, sink))
+            result = asyncio.run(replay_topic(req, outputs))
     finally:
         sink.flush()
         if sink is not sys.stdout.buffer:
@@ -140,13 +143,15 @@ def _run_replay(req: ReplayRequest) -> bool:
     for error in result.errors:
         typer.echo(f"claimwatch: {error}", err=True)
     if to_topic is not None:
-        asyncio.run(write_topic(to_topic, result.decisions, bootstrap))
-    if req.alerts is not None:
+        asyncio.run(write_topic(to_topic, outputs.spooled(), bootstrap))
+    if outputs.kept is not None and req.alerts is not None:
         with req.alerts.open("wb") as handle:
-            for alert in replay_alerts(req.policy, result.decisions):
+            for alert in replay_alerts(req.policy, outputs.kept):
                 handle.write(dumps_line(alert))
-    if diff_against is not None:
-        report = diff(recorded_decisions(diff_against, bootstrap), result.decisions)
+    if outputs.last is not None and diff_against is not None:
+        replayed = list(outputs.last.values())
+        recorded = recorded_decisions(diff_against, bootstrap, require=DIFF_NEEDS)
+        report = diff(recorded, replayed)
         print_diff(report, Console(stderr=True))
         if changes is not None:
             with changes.open("wb") as handle:

@@ -8,7 +8,8 @@ only from the records: claims' `observed_at` and tick records (SPEC section 6).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, MutableMapping
+import sys
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -108,14 +109,26 @@ class PartitionProcessor:
 
     def flush(self) -> StepResult:
         """End of input: close every open decision window at its deadline (no expiry)."""
+        (result,) = self.flush_in(sys.maxsize)
+        return result
+
+    def flush_in(self, most: int) -> Iterator[StepResult]:
+        """`flush`, as results of at most `most` decisions each (the last may hold none).
+
+        The end of a long input closes the windows of nearly every fact at once: taken in
+        parts, their decision records need not all be held together.
+        """
         result = StepResult()
         for due, key in sorted(self._due):
             state = self.facts.get(key)
             if state is not None and state.due_us == due and state.window is not None:
                 self._decide(state, due, result)
+                if len(result.decisions) >= most:
+                    yield result
+                    result = StepResult()
         self._due = [(d, k) for d, k in self._due if k in self.facts]
         heapq.heapify(self._due)
-        return result
+        yield result
 
     def on_claim(self, claim: Claim) -> StepResult:
         """Accept one claim: move the clock, close passed deadlines, then add the claim."""

@@ -587,7 +587,7 @@ async def test_checkpoint_resumes_byte_for_byte(
         checkpoint=checkpoint,
     )
     with out.open("wb") as sink, pytest.raises(_Interrupted):
-        await replay_cmd.replay_topic(request, sink)
+        await replay_cmd.replay_topic(request, replay_cmd.Outputs(request, sink))
     monkeypatch.undo()
     saved = json.loads(checkpoint.read_text())
     assert [0] == saved["done"]

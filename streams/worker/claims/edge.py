@@ -5,7 +5,8 @@ No Faust here: the agent hands in records and a fact store, and sends what comes
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+import sys
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -42,6 +43,14 @@ class ClaimsHandled(Handled):
     #: the JSON of each decided record, in the same order (serialized once, here)
     bodies: list[bytes] = field(default_factory=list)
     claim: Claim | None = None
+
+    def merge(self, other: ClaimsHandled) -> None:
+        """Take in what another record (or part of a flush) led to, after this one's."""
+        self.sends += other.sends
+        self.events += other.events
+        self.resolutions += other.resolutions
+        self.decided += other.decided
+        self.bodies += other.bodies
 
 
 #: How far a partition clock moves on between two writes of it by claims (1 s).
@@ -248,14 +257,26 @@ class Runtime:
         """End of input: close the open windows of every partition, in partition order."""
         return [self.flush_partition(p) for p in sorted(self._processors)]
 
+    def partitions_seen(self) -> list[int]:
+        """The partitions that have a processor (had a record since the last rebalance)."""
+        return list(self._processors)
+
     def flush_partition(self, partition: int) -> ClaimsHandled:
         """End of one partition's input: close its open windows at their deadlines."""
         out = ClaimsHandled()
+        for part in self.flush_partition_in(partition, sys.maxsize):
+            out.merge(part)
+        return out
+
+    def flush_partition_in(self, partition: int, most: int) -> Iterator[ClaimsHandled]:
+        """`flush_partition`, in parts of at most `most` decisions (see `flush_in`)."""
         proc = self._processors.get(partition)
         if proc is not None:
-            self._emit(proc.flush(), partition, out)
+            for step in proc.flush_in(most):
+                out = ClaimsHandled()
+                self._emit(step, partition, out)
+                yield out
         self.facts.flush()
-        return out
 
     def _store_clock(
         self, proc: PartitionProcessor, before: int | None, *, force: bool = False

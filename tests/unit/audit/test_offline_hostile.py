@@ -128,16 +128,32 @@ def test_replay_reports_lines_that_are_neither_decided_nor_redeliveries() -> Non
     ]
 
 
-def test_diff_against_a_decisions_file_with_a_bad_line_names_the_line(tmp_path: Path) -> None:
+GOOD_DECISION = b'{"decision_id": "dec_1", "subject": "invoice:1", "field": "payment_status"}'
+
+
+@pytest.mark.parametrize(
+    ("lines", "bad", "why"),
+    [
+        ([GOOD_DECISION, b"{oops"], 2, "not a decision: unexpected"),
+        ([GOOD_DECISION, b"[1, 2]"], 2, "not a decision: not a JSON object"),
+        ([b'{"decision_id": "dec_1"}', GOOD_DECISION], 1, "not a decision: no string `subject`"),
+        (
+            [GOOD_DECISION, b'{"subject": "s", "field": "f"}'],
+            2,
+            "not a decision: no string `decision_id`",
+        ),
+    ],
+)
+def test_diff_against_a_decisions_file_with_a_bad_line_names_the_line(
+    tmp_path: Path, lines: list[bytes], bad: int, why: str
+) -> None:
     """`--diff-against FILE` with a line that is no decision: one line FILE:LINE, exit 1."""
     path, policy, _ = corpus_file(tmp_path, CLOCK_MOVERS)
     recorded = tmp_path / "recorded.jsonl"
-    recorded.write_bytes(b'{"decision_id": "dec_1"}\n{oops\n')
+    recorded.write_bytes(b"\n".join(lines) + b"\n")
     proc = run_cli(
         "replay", "--policy", str(policy), "--input", str(path), "--diff-against", str(recorded)
     )
     last = proc.stderr.decode().splitlines()[-1]
-    assert (1, f"claimwatch: {recorded}:2: not a decision") == (
-        proc.returncode,
-        last[: len(f"claimwatch: {recorded}:2: not a decision")],
-    )
+    expected = f"claimwatch: {recorded}:{bad}: {why}"
+    assert (1, expected) == (proc.returncode, last[: len(expected)])

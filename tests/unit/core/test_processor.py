@@ -165,3 +165,28 @@ def test_flush_closes_open_windows_without_expiring() -> None:
     assert [("resolved", "paid")] == outcomes([flushed])
     assert format_rfc3339(T0 + 2 * SECOND) == flushed.decisions[0].record["decided_at"]
     assert [] == proc.flush().decisions
+
+
+@pytest.mark.parametrize("most", [1, 3, 7, 100])
+def test_flush_in_parts_decides_what_one_flush_decides(most: int) -> None:
+    """`flush_in(most)`: the same decisions as `flush`, in order, at most `most` a part."""
+
+    def fed() -> PartitionProcessor:
+        proc = PartitionProcessor(policy_with(), 0, {})
+        for i in range(20):
+            at = format_rfc3339(T0 + i * 1000)
+            for source, value in (
+                ("ledger-a", "paid"),
+                ("ledger-b", "unpaid" if i % 3 else "paid"),
+            ):
+                sent = envelope(
+                    f"{i}{source}", source, value, subject=f"invoice:{i}", observed_at=at
+                )
+                proc.on_claim(claim_from_envelope(sent))
+        return proc
+
+    whole = [d.record for d in fed().flush().decisions]
+    parts = list(fed().flush_in(most))
+    assert 20 == len(whole)
+    assert whole == [d.record for part in parts for d in part.decisions]
+    assert all(len(part.decisions) <= most for part in parts)
