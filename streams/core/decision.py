@@ -55,8 +55,9 @@ def claim_record(entry: Entry) -> dict[str, Any]:
     """The envelope of a claim as sent, plus authority, lineage and disposition."""
     envelope = entry.claim.envelope
     record: dict[str, Any] = {k: envelope[k] for k in _ENVELOPE_ORDER if k in envelope}
-    for key in sorted(k for k in envelope if k not in record and k != "authority"):
-        record[key] = envelope[key]
+    if len(record) != len(envelope):  # keys beyond the usual ones (or `authority`)
+        for key in sorted(k for k in envelope if k not in record and k != "authority"):
+            record[key] = envelope[key]
     if entry.disposition == "rejected":  # it may be rejected for a number no encoder takes
         record = {k: fit_for_json(v) for k, v in record.items()}
     if entry.claim.observed_us is not None:

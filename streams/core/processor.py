@@ -284,7 +284,10 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
 
 
 def _cap_lineages(claims: list[Claim], policy: CompiledPolicy, rule: FieldRule) -> list[Claim]:
+    """The claims of the `max_lineages` lineages claimed most recently (ties by name)."""
     limit = policy.policy.defaults.max_lineages
+    if len(claims) <= limit:
+        return claims  # no more lineages than claims: nothing to cap (the common case)
     newest: dict[str, int] = {}
     lineages = [_lineage(c, policy, rule) for c in claims]
     for claim, lineage in zip(claims, lineages, strict=True):
