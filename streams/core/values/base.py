@@ -6,7 +6,7 @@ import json
 import unicodedata
 from collections.abc import Hashable, Mapping, Sequence
 from decimal import Decimal
-from typing import Final, Protocol
+from typing import ClassVar, Final, Protocol
 
 from pydantic import JsonValue
 
@@ -22,7 +22,7 @@ class _Absent:
     """The type of ABSENT: evidence of absence (a `not_found` claim)."""
 
     __slots__ = ()
-    _instance: _Absent | None = None
+    _instance: ClassVar[_Absent | None] = None
 
     def __new__(cls) -> _Absent:
         if cls._instance is None:
