@@ -42,10 +42,26 @@ def timed(argv: list[str]) -> dict[str, float]:
     }
 
 
+#: Runs of each side, taken in turns; the median run of each is reported (this machine's
+#: timings wander by a quarter between runs).
+RUNS = 3
+
+
+def median_run(runs: list[dict[str, float]]) -> dict[str, Any]:
+    """The run of median time, with the times of all runs."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return {**ordered[len(ordered) // 2], "all_seconds": [r["seconds"] for r in runs]}
+
+
 def run(path: Path, claims: int) -> dict[str, Any]:
     """Both sides over `path`; claimwatch's speed-up over the baseline, and start-up."""
-    ours = timed([str(CLAIMWATCH), "resolve", "--policy", str(POLICY), "--now", NOW, str(path)])
-    base = timed([sys.executable, "-m", "bench.plain_resolve", str(POLICY), str(path), NOW])
+    argv_ours = [str(CLAIMWATCH), "resolve", "--policy", str(POLICY), "--now", NOW, str(path)]
+    argv_base = [sys.executable, "-m", "bench.plain_resolve", str(POLICY), str(path), NOW]
+    ours_runs, base_runs = [], []
+    for _ in range(RUNS):
+        ours_runs.append(timed(argv_ours))
+        base_runs.append(timed(argv_base))
+    ours, base = median_run(ours_runs), median_run(base_runs)
     if ours["lines"] != base["lines"]:
         raise RuntimeError(f"decisions: claimwatch {ours['lines']}, baseline {base['lines']}")
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as empty:
