@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -66,7 +67,7 @@ class Claim:
 
     @property
     def fact_key(self) -> str:
-        return f"{self.subject}|{self.field}"
+        return fact_key(self.subject, self.field)
 
     @property
     def has_value(self) -> bool:
@@ -89,8 +90,12 @@ class Claim:
 
 
 def fact_key(subject: str, field: str) -> str:
-    """The key of a fact, as used for Kafka messages and state."""
-    return f"{subject}|{field}"
+    """The key of a fact, as used for Kafka messages and state.
+
+    Interned: the deadline index and the states hold a fact's key many times over (one
+    string object for all of them, not one per claim).
+    """
+    return sys.intern(f"{subject}|{field}")
 
 
 def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
@@ -124,6 +129,8 @@ def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
         raise EnvelopeError(
             "`field` contains `|`, which separates subject and field in the fact key"
         )
+    if type(envelope) is dict:
+        _share_names(envelope)
     observed_us, time_error = _observed(envelope)
     return Claim(
         claim_id=claim_id,
@@ -136,6 +143,37 @@ def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
         envelope=envelope,
         contract_error=_contract_error(envelope) or found.number,
     )
+
+
+def _share_names(envelope: dict[str, Any]) -> None:
+    """One string object for each subject, field, source, status, ..., however many claims.
+
+    A decoder makes a new string for every value of every message; the live claims of a
+    fact repeat these (and text values such as an enum's). Interned, each is held once (an
+    equal string takes its place: nothing a reader can see changes). Long values are left
+    as they are.
+    """
+    for key in _SHARED_KEYS:
+        value = envelope.get(key)
+        if type(value) is str and len(value) <= _SHARED_MAX:
+            envelope[key] = sys.intern(value)
+
+
+#: Longest string value shared (longer text is rarely repeated).
+_SHARED_MAX: Final = 256
+#: Envelope values that repeat across claims (see `_share_names`).
+_SHARED_KEYS: Final = (
+    "subject",
+    "field",
+    "source",
+    "status",
+    "value",
+    "lineage",
+    "contract_version",
+    "agent_id",
+    "tool",
+    "trace_id",
+)
 
 
 def _observed(envelope: Mapping[str, Any]) -> tuple[int | None, str | None]:
