@@ -136,9 +136,8 @@ class Replayer:
 
     def finish(self) -> Replayed:
         """Close the windows still open at the end of the input."""
-        for partition in sorted(self.runtime.partitions_seen()):
-            for part in self.runtime.flush_partition_in(partition, FLUSH_PART):
-                self._collect(part)
+        for part in self.runtime.flush_in(FLUSH_PART):
+            self._collect(part)
         return self.result
 
 

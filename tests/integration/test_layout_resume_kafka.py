@@ -32,11 +32,12 @@ from tests.support.kafka import (
     summary,
     unique,
 )
+from tests.support.paths import EXAMPLE_POLICY
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
-POLICY = REPO / "examples" / "policy.yaml"
+POLICY = EXAMPLE_POLICY
 #: `git archive 69a5a16 streams | gzip -9 > tests/fixtures/layout_69a5a16.tar.gz`: the flat
 #: layout's `streams/` (the last commit before 7bf212a), so that no git history is needed
 OLD_LAYOUT = REPO / "tests" / "fixtures" / "layout_69a5a16.tar.gz"

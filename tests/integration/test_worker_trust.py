@@ -27,11 +27,12 @@ from tests.support.kafka import (
     summary,
     unique,
 )
+from tests.support.paths import EXAMPLE_POLICY
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
-POLICY = REPO / "examples" / "policy.yaml"
+POLICY = EXAMPLE_POLICY
 EXAMPLES = REPO / "examples" / "claims.jsonl"
 #: the `--now` of the README's offline example
 EXAMPLE_NOW = "2026-09-14T09:12:30Z"

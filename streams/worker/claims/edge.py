@@ -5,7 +5,6 @@ No Faust here: the agent hands in records and a fact store, and sends what comes
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -43,14 +42,6 @@ class ClaimsHandled(Handled):
     #: the JSON of each decided record, in the same order (serialized once, here)
     bodies: list[bytes] = field(default_factory=list)
     claim: Claim | None = None
-
-    def merge(self, other: ClaimsHandled) -> None:
-        """Take in what another record (or part of a flush) led to, after this one's."""
-        self.sends += other.sends
-        self.events += other.events
-        self.resolutions += other.resolutions
-        self.decided += other.decided
-        self.bodies += other.bodies
 
 
 #: How far a partition clock moves on between two writes of it by claims (1 s).
@@ -253,23 +244,16 @@ class Runtime:
             proc.clock_us = min(stamp, now) - self.lateness_us
             self._store_clock(proc, None, force=True)
 
-    def flush(self) -> list[ClaimsHandled]:
+    def flush_in(self, most: int) -> Iterator[ClaimsHandled]:
         """End of input: close the open windows of every partition, in partition order."""
-        return [self.flush_partition(p) for p in sorted(self._processors)]
-
-    def partitions_seen(self) -> list[int]:
-        """The partitions that have a processor (had a record since the last rebalance)."""
-        return list(self._processors)
-
-    def flush_partition(self, partition: int) -> ClaimsHandled:
-        """End of one partition's input: close its open windows at their deadlines."""
-        out = ClaimsHandled()
-        for part in self.flush_partition_in(partition, sys.maxsize):
-            out.merge(part)
-        return out
+        for partition in sorted(self._processors):
+            yield from self.flush_partition_in(partition, most)
 
     def flush_partition_in(self, partition: int, most: int) -> Iterator[ClaimsHandled]:
-        """`flush_partition`, in parts of at most `most` decisions (see `flush_in`)."""
+        """End of one partition's input: its open windows closed at their deadlines.
+
+        In parts of at most `most` decisions (see `PartitionProcessor.flush_in`).
+        """
         proc = self._processors.get(partition)
         if proc is not None:
             for step in proc.flush_in(most):
