@@ -56,7 +56,7 @@ class Replayer:
         keep: bool = True,
     ) -> None:
         names = TopicNames(prefix)
-        self.runtime = Runtime(policy, names, partitions, {}, MemoryFacts())
+        self.runtime = Runtime(policy, names, partitions, {}, MemoryFacts(), alerts=False)
         self.partitions = partitions
         #: how a topic record's errors name their origin
         self.topic = topic if topic is not None else names.claims

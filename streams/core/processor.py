@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemas.durations import UNTIL_EDITED, format_duration
+from streams.core.alerts.entry import Entry, entry_of
 from streams.core.claim import Claim
 from streams.core.contract import check
 from streams.core.freshness import stale_at
@@ -35,6 +36,8 @@ class Decided:
     previous_id: str | None
     #: re-sent after a restart because its first sending may not have reached the log
     again: bool = False
+    #: what the detectors need of it (made when the processor feeds detectors)
+    alert: Entry | None = None
 
     @property
     def conflict_event(self) -> str | None:
@@ -66,8 +69,11 @@ class PartitionProcessor:
         partition: int,
         facts: MutableMapping[str, FactState],
         clock_us: int | None = None,
+        alerts: bool = False,
     ) -> None:
         self.policy = policy
+        #: whether each new decision carries its detectors' entry (see core.alerts.entry)
+        self.alerts = alerts
         self.partition = partition
         self.facts = facts
         self.clock_us = clock_us
@@ -224,7 +230,12 @@ class PartitionProcessor:
             return
         record = resolve(state.claims, self.policy, at_us)
         if record["decision_id"] != state.last_id:
-            out.decisions.append(Decided(record, state.last_outcome, state.last_id))
+            entry = None
+            if self.alerts:
+                state.track, entry = entry_of(
+                    self.policy, state.track, record, state.last_outcome, at_us
+                )
+            out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
             state.decided_offset, state.decided_at = self.position, at_us
         expiry = _next_expiry(state.claims, rule, at_us)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any, Final
 
+from streams.core.alerts.lag_state import FactTrack
 from streams.core.claim import Claim, EnvelopeError, claim_from_envelope, fact_key
 from streams.core.timeutil import format_rfc3339
 
@@ -60,6 +61,8 @@ class FactState:
     #: input offset and clock time of the record that produced the last decision
     decided_offset: int | None = None
     decided_at: int | None = None
+    #: what the replica-lag detector follows of this fact (see core.alerts.lag_fact)
+    track: FactTrack | None = None
 
     @property
     def key(self) -> str:
@@ -92,6 +95,8 @@ class FactState:
             obj["o"] = self.last_outcome
         if self.decided_offset is not None:
             obj["q"] = [self.decided_offset, self.decided_at]
+        if self.track is not None:
+            obj["g"] = self.track.to_obj()
         return obj
 
     @classmethod
@@ -111,6 +116,7 @@ class FactState:
             last_outcome=obj.get("o"),
             decided_offset=obj["q"][0] if "q" in obj else None,
             decided_at=obj["q"][1] if "q" in obj else None,
+            track=FactTrack.from_obj(obj["g"]) if "g" in obj else None,
         )
 
 

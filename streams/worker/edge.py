@@ -266,6 +266,20 @@ class RecordGuard:
             return False
         return True
 
+    async def settle(self, topic: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run work that belongs to no one record (the end of a batch); it never raises.
+
+        What it raises is logged and counted as an internal error of the input `topic`;
+        the records it follows were handled already.
+        """
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the end of a batch of %s raised; the agent goes on", topic)
+            self.metrics.internal_errors.labels(topic).inc()
+
     async def failed(
         self, record: Record, exc: BaseException, reset: Callable[[int], None] | None
     ) -> None:

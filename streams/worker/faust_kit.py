@@ -100,6 +100,7 @@ def guarded_agent(
     reset: Callable[[int], None],
     *,
     batched: bool = False,
+    after_batch: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """The one agent loop: each record read goes to `one` inside the per-record guard.
 
@@ -107,14 +108,22 @@ def guarded_agent(
     in /health, the stop endpoint and the crash counter. `reset(partition)` drops what a
     failed record may have half changed. `batched` takes the stream's events in batches
     (the claims and detectors agents: many small records); else one by one.
+    `after_batch` runs once the records of a batch are handled, before they are acked
+    (guarded too: what it raises is logged and counted, and the agent goes on).
     """
     settings = pipe.settings
+
+    topic = ",".join(channel.topics)  # the input topic(s), as the error counter names them
+
+    async def after() -> None:
+        if after_batch is not None:
+            await guard.settle(topic, after_batch)
 
     @pipe.app.agent(channel, name=name, concurrency=1)
     @supervise(name.rsplit(".", 1)[-1])
     async def agent(stream: Any) -> None:
         events = (
-            batched_events(stream, settings.batch_max, settings.batch_within_s)
+            batched_events(stream, settings.batch_max, settings.batch_within_s, after)
             if batched
             else stream.events()
         )
@@ -168,8 +177,16 @@ def forget_on_rebalance(app: Any, topic: str, forget: Callable[[set[int]], None]
     app.on_partitions_assigned.connect(moved)
 
 
-async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator[Any]:
+async def batched_events(
+    stream: Any,
+    most: int,
+    within: float,
+    after: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[Any]:
     """The stream's events, taken in batches of up to `most` (waiting at most `within` s).
+
+    `after` is awaited once the last event of each batch is handled (each event is a batch
+    of its own when `most` is 1).
 
     Faust acks (and so commits) a batch's events once the whole batch is handled. While an
     event is handled it is made the task's current event (the context variable Faust's
@@ -184,11 +201,15 @@ async def batched_events(stream: Any, most: int, within: float) -> AsyncIterator
     if most <= 1:  # record by record, as Faust streams go
         async for event in stream.events():
             yield event
+            if after is not None:
+                await after()
         return
     async for events in stream.take_events(most, within=within):
         for event in events:
             _current_event.set(weakref.ref(event))
             yield event
+        if after is not None:
+            await after()
 
 
 async def send_counted(

@@ -6,7 +6,9 @@ from collections import defaultdict
 from typing import Any
 
 from streams.core.alerts import Alert, LagState, ReplicaLag
-from streams.core.claim import Claim
+from streams.core.alerts.entry import Entry, entry_of
+from streams.core.alerts.lag_state import FactTrack
+from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.timeutil import format_rfc3339
@@ -36,6 +38,25 @@ class Facts:
         live = [c for c in self.claims[subject] if (c.observed_us or 0) >= at - 90 * SECOND]
         self.claims[subject] = live
         return resolve(live, self.policy, at + 2 * SECOND)
+
+
+class Entries:
+    """The detectors' entries a claims partition makes of decisions, fact by fact."""
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self.policy = policy
+        self.tracks: dict[str, FactTrack] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def of(self, decision: dict[str, Any], now: int) -> Entry:
+        """The entry of a fact's next decision, made at clock time `now`."""
+        key = fact_key(decision["subject"], decision["field"])
+        previous = self.outcomes.get(key)
+        self.tracks[key], entry = entry_of(
+            self.policy, self.tracks.get(key), decision, previous, now
+        )
+        self.outcomes[key] = decision["outcome"]
+        return entry
 
 
 class Feed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from streams.core.alerts.entry import Entry
 from streams.core.alerts.lag import ReplicaLag
 from streams.core.alerts.lag_state import LagState
 from streams.core.alerts.shape import Alert
@@ -13,7 +14,11 @@ from streams.core.policy import CompiledPolicy
 
 
 class AlertRunner:
-    """Holds one spike and one lag state per field; for replays, tests and the worker's edge."""
+    """Holds one spike and one lag state per field; for replays, tests and the worker's edge.
+
+    Fed either whole decisions (`on_decision`: the runner follows each fact itself) or the
+    entries the facts' own partitions made of them (`on_entry`, the worker's way).
+    """
 
     def __init__(self, policy: CompiledPolicy) -> None:
         self.spike = ConflictSpike(policy.policy.alerts.conflict_spike)
@@ -26,6 +31,16 @@ class AlertRunner:
         name = str(decision["field"])
         spike, alerts = self.spike.step(self.spikes.get(name), decision, now_us)
         lag, more = self.lag.step(self.lags.get(name), decision, now_us)
+        self.spikes[name], self.lags[name] = spike, lag
+        return alerts + more
+
+    def on_entry(self, name: str, entry: Entry) -> list[Alert]:
+        """Feed one decision of field `name`, as its fact's partition summed it up."""
+        now_us, key, entering, observations = entry
+        spike = self.spikes.get(name) or SpikeState(name)
+        lag = self.lags.get(name) or LagState(name)
+        spike, alerts = self.spike.take(spike, entering, now_us)
+        lag, more = self.lag.take(lag, key, observations, now_us)
         self.spikes[name], self.lags[name] = spike, lag
         return alerts + more
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ MAX_IN_CONFLICT: Final = 100_000
 MAX_KEYS: Final = 64
 #: How many sources and pairs an alert names.
 TOP: Final = 5
+
+#: A decision whose fact entered conflict: its id, and a digest of each contradicting
+#: source's values.
+Entering = tuple[str, dict[str, str]]
 
 
 @dataclass(slots=True)
@@ -58,24 +63,37 @@ class ConflictSpike:
     def step(
         self, state: SpikeState | None, decision: Mapping[str, Any], now_us: int
     ) -> tuple[SpikeState, list[Alert]]:
-        """Count one decision at clock time `now_us` (closing the windows the clock passed)."""
+        """Count one decision at clock time `now_us` (closing the windows the clock passed).
+
+        Whether its fact enters conflict is judged here from `state.in_conflict`, for a
+        stream of decisions alone (replay, tests); the worker knows it where the fact lives
+        and feeds `take` instead.
+        """
         state = state_for(state, decision, SpikeState)
+        fact = fact_key(decision["subject"], state.field)
+        entering: Entering | None = None
+        if decision.get("outcome") == "conflict":
+            if fact not in state.in_conflict:
+                entering = entering_of(decision)
+            state.in_conflict.pop(fact, None)
+            state.in_conflict[fact] = max(state.clock or now_us, now_us)
+            while len(state.in_conflict) > MAX_IN_CONFLICT:
+                del state.in_conflict[next(iter(state.in_conflict))]
+        else:
+            state.in_conflict.pop(fact, None)
+        return self.take(state, entering, now_us)
+
+    def take(
+        self, state: SpikeState, entering: Entering | None, now_us: int
+    ) -> tuple[SpikeState, list[Alert]]:
+        """Count one decision; `entering` when its fact entered conflict with it."""
         state, alerts = self.advance(state, now_us)
         if state.window_start is None:
             clock = state.clock if state.clock is not None else now_us
             state.window_start = clock - clock % self.window_us
         state.decisions += 1
-        fact = fact_key(decision["subject"], state.field)
-        if decision.get("outcome") == "conflict":
-            entering = fact not in state.in_conflict
-            state.in_conflict.pop(fact, None)
-            state.in_conflict[fact] = state.clock if state.clock is not None else now_us
-            while len(state.in_conflict) > MAX_IN_CONFLICT:
-                del state.in_conflict[next(iter(state.in_conflict))]
-            if entering:
-                self._count(state, decision)
-        else:
-            state.in_conflict.pop(fact, None)
+        if entering is not None:
+            self._count(state, entering)
         return state, alerts
 
     def advance(self, state: SpikeState, now_us: int) -> tuple[SpikeState, list[Alert]]:
@@ -101,15 +119,11 @@ class ConflictSpike:
 
     # ------------------------------------------------------------------ internals
 
-    def _count(self, state: SpikeState, decision: Mapping[str, Any]) -> None:
+    def _count(self, state: SpikeState, entering: Entering) -> None:
+        decision_id, contradicting = entering
         state.entering += 1
         if len(state.samples) < MAX_SAMPLE_IDS:
-            state.samples.append(str(decision.get("decision_id", "")))
-        contradicting: dict[str, set[str]] = {}
-        for claim in decision.get("claims", ()):
-            if claim.get("disposition") == "contradicting":
-                value = json.dumps([claim.get("status"), claim.get("value")], sort_keys=True)
-                contradicting.setdefault(str(claim.get("source")), set()).add(value)
+            state.samples.append(decision_id)
         names = sorted(contradicting)
         for source in names:
             _bump(state.sources, source)
@@ -174,6 +188,24 @@ class ConflictSpike:
             ],
             "sample_decision_ids": list(state.samples),
         }
+
+
+def entering_of(decision: Mapping[str, Any]) -> Entering:
+    """What the detector counts of a decision whose fact entered conflict with it.
+
+    Its id, and per contradicting source a digest of the values it claimed: a pair of
+    sources counts when their values differ, which the digests tell without the values.
+    """
+    values: dict[str, set[str]] = {}
+    for claim in decision.get("claims", ()):
+        if claim.get("disposition") == "contradicting":
+            value = json.dumps([claim.get("status"), claim.get("value")], sort_keys=True)
+            values.setdefault(str(claim.get("source")), set()).add(value)
+    digests = {
+        source: hashlib.blake2b("\x1f".join(sorted(seen)).encode(), digest_size=8).hexdigest()
+        for source, seen in values.items()
+    }
+    return str(decision.get("decision_id", "")), digests
 
 
 def _bump(counts: dict[str, int], key: str) -> None:

@@ -1,16 +1,14 @@
 """The edge between the alerts-input stream and the pure detectors: state per field, ticks.
 
-Decisions are re-keyed by field into `<prefix>alerts.input`, so one partition sees every
-decision of a field whatever claims partition decided it; the claims agent forwards its
-partition clock there as tick records. A field's detector state is written to the table
-once per tick (about once a second), not on every decision: after a crash the detectors
-may have missed up to a second of decisions, which moves a statistical alert very little
-and keeps the changelog from carrying the whole state on every decision. The facts the
-replica-lag detector follows (up to tens of thousands per field) are kept one per table
-key (the field, NUL `fact` NUL, the fact key), and written only when a decision touched them, or
-deleted when forgotten: one record per field would outgrow Kafka's message size limit on a
-busy field, and rewrite every idle fact each second. No Faust here: the agent hands in
-records and a table, and sends what comes back.
+Each claims partition sums its decisions up where their facts live (`core.alerts.entry`:
+the fact's replica-lag track is kept beside its state) and sends, per batch of claims, one
+record of entries per field to the field's alerts-input partition; so one partition sees
+every decision of a field whatever claims partition decided it. The claims agent forwards
+its partition clock there as tick records. A field's detector state is written to the
+table at a tick (about once a second) when it changed, not on every decision: after a
+crash the detectors may have missed up to a second of decisions, which moves a statistical
+alert very little. Records of earlier versions (one decision each) are still understood.
+No Faust here: the agent hands in records and a table, and sends what comes back.
 """
 
 from __future__ import annotations
@@ -19,18 +17,19 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.core.alerts.lag_state import FactTrack, LagState
+from streams.core.alerts.entry import entry_from_obj
+from streams.core.alerts.lag_state import LagState
 from streams.core.alerts.runner import AlertRunner
 from streams.core.alerts.shape import Alert
 from streams.core.alerts.spike import SpikeState
-from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import parse_rfc3339
 from streams.wire.codec import dumps, loads
 from streams.wire.topics import partition_for
 from streams.worker.edge import tick_time
 
-#: Separates a field from one of its facts in the keys of the per-fact detector records.
+#: Separated a field from one of its facts in the keys of an earlier version's per-fact
+#: detector records (dropped when the field is loaded).
 FACT_SEP = b"\x00fact\x00"
 
 
@@ -54,7 +53,7 @@ class AlertBatch:
 
 
 class AlertRuntime:
-    """Feeds decisions and ticks of one worker to the detectors, state in a bytes table.
+    """Feeds decision entries and ticks of one worker to the detectors, state in a bytes table.
 
     Each alerts-input partition runs one `AlertRunner`, the detectors pair that replay and
     the detection-quality tests run too, over the fields whose home it is.
@@ -68,9 +67,8 @@ class AlertRuntime:
         self.table = table
         self._fields: dict[int, set[str]] = {}
         self._runners: dict[int, AlertRunner] = {}
-        #: per field: facts a decision touched since the last store, and facts in the table
-        self._touched: dict[str, set[str]] = {}
-        self._written: dict[str, set[str]] = {}
+        #: per field: its state as last stored, clocks left out (unchanged: not written)
+        self._stored: dict[str, bytes] = {}
 
     def home(self, field: str) -> int:
         """The alerts-input partition of a field."""
@@ -105,63 +103,60 @@ class AlertRuntime:
         """After a rebalance the field index and the states are reloaded from the table."""
         self._fields.clear()
         self._runners.clear()
-        self._touched.clear()
-        self._written.clear()
+        self._stored.clear()
 
     def _load(self, runner: AlertRunner, field: str) -> None:
-        """Give the runner the field's stored state, unless it holds it already (or none)."""
+        """Give the runner the field's stored state, unless it holds it already (or none).
+
+        An earlier version kept the facts the lag detector follows in the field's state, or
+        one per table key; they now live beside the facts' own states, so those are dropped
+        (the lag detector then meets each fact's owner value afresh).
+        """
         if field in runner.spikes:
             return
         raw = self.table.get(field.encode())
         if raw is None:
             return
         obj = loads(raw)
-        lag = LagState.from_obj(obj["lag"])
-        if "facts" in obj["lag"]:  # written whole by an earlier version: split on next store
-            self._touched[field] = set(lag.facts)
-            self._written[field] = set()
+        spike, lag = SpikeState.from_obj(obj["spike"]), LagState.from_obj(obj["lag"])
+        if lag.facts:  # stored again without them at the next tick
+            lag.facts = {}
         else:
-            prefix = field.encode() + FACT_SEP
-            tracks = [
-                (key[len(prefix) :].decode(), FactTrack.from_obj(loads(value)))
-                for key, value in list(self.table.items())
-                if key.startswith(prefix)
-            ]
-            tracks.sort(key=lambda kv: (kv[1].touched, kv[0]))  # oldest first, as kept
-            lag.facts = dict(tracks)
-            self._written[field] = set(lag.facts)
-        runner.spikes[field] = SpikeState.from_obj(obj["spike"])
-        runner.lags[field] = lag
+            self._stored[field] = _bare(obj)
+        prefix = field.encode() + FACT_SEP
+        for key in [k for k in list(self.table) if k.startswith(prefix)]:
+            del self.table[key]
+        runner.spikes[field], runner.lags[field] = spike, lag
 
     def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:
-        """Write a field's state (the tick does, about once a second)."""
-        self.table[field.encode()] = dumps(
-            {"spike": spike.to_obj(), "lag": lag.to_obj(facts=False)}
-        )
-        prefix = field.encode() + FACT_SEP
-        written = self._written.setdefault(field, set())
-        for key in sorted(self._touched.pop(field, set())):
-            track = lag.facts.get(key)
-            if track is not None:
-                self.table[prefix + key.encode()] = dumps(track.to_obj())
-                written.add(key)
-        for key in sorted(written - lag.facts.keys()):  # forgotten by the detector
-            del self.table[prefix + key.encode()]
-            written.discard(key)
+        """Write a field's state when it changed since it was last stored (but for clocks).
+
+        A clock only moves on, and the next tick or entry moves it again: a stored state
+        whose clock is behind is restored to the same detectors.
+        """
+        obj = {"spike": spike.to_obj(), "lag": lag.to_obj(facts=False)}
+        bare = _bare(obj)
+        if self._stored.get(field) == bare:
+            return
+        self.table[field.encode()] = dumps(obj)
+        self._stored[field] = bare
 
     def handle(self, partition: int, value: bytes) -> AlertBatch:
-        """One alerts-input record: a decision of a field, or a tick of a partition clock."""
+        """One alerts-input record: a field's entries, a tick, or an earlier version's decision."""
         at = tick_time(value)
         if at is not None:
             return self.tick(partition, at)
-        decision: dict[str, Any] = loads(value)
-        field = str(decision["field"])
+        obj: dict[str, Any] = loads(value)
+        field = str(obj["field"])
         runner = self._runner(partition)
         self._load(runner, field)
-        alerts = runner.on_decision(decision, parse_rfc3339(decision["decided_at"]))
-        self._touched.setdefault(field, set()).add(fact_key(decision["subject"], field))
         self._known(partition).add(field)
-        return AlertBatch(alerts)
+        if "entries" in obj:
+            alerts = []
+            for item in obj["entries"]:
+                alerts += runner.on_entry(field, entry_from_obj(item))
+            return AlertBatch(alerts)
+        return AlertBatch(runner.on_decision(obj, parse_rfc3339(obj["decided_at"])))
 
     def tick(self, partition: int, at_us: int) -> AlertBatch:
         """Move the detectors of this partition's fields to `at_us`."""
@@ -187,3 +182,8 @@ class AlertRuntime:
                 )
             self._store(name, runner.spikes[name], lag_state)
         return batch
+
+
+def _bare(obj: dict[str, Any]) -> bytes:
+    """A stored field state with its clocks left out: what tells whether it changed."""
+    return dumps({part: {**state, "clock": None} for part, state in sorted(obj.items())})

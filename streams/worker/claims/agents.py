@@ -75,6 +75,10 @@ def install_claims(
         _count(metrics, handled)
         metrics.latency.observe(time.perf_counter() - started)
 
+    async def send_entries() -> None:
+        for out in runtime.drain():  # the batch's decisions, summed up per field
+            await send(out)
+
     guarded_agent(
         pipe,
         pipe.claims,
@@ -84,6 +88,7 @@ def install_claims(
         decide_one,
         runtime.abandon,
         batched=True,
+        after_batch=send_entries,
     )
 
     install_ticks(pipe, pipe.claims, pipe.names.claims)

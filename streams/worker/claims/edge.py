@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from streams.core.alerts.entry import Entry
 from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, StepResult
@@ -42,10 +43,14 @@ class ClaimsHandled(Handled):
     #: the JSON of each decided record, in the same order (serialized once, here)
     bodies: list[bytes] = field(default_factory=list)
     claim: Claim | None = None
+    #: the detectors' entry of each new decision, with its field (sent per field, batched)
+    alerts: list[tuple[str, Entry]] = field(default_factory=list)
 
 
 #: How far a partition clock moves on between two writes of it by claims (1 s).
 CLOCK_STEP_US: Final = 1_000_000
+#: Most detector entries in one alerts-input record (a record stays far below 1 MB).
+ENTRIES_PER_RECORD: Final = 500
 
 
 class Runtime:
@@ -60,8 +65,12 @@ class Runtime:
         facts: TableFacts | MemoryFacts | None = None,
         lateness_us: int = 1_000_000,
         wall_clock_us: Callable[[], int] | None = None,
+        alerts: bool = True,
     ) -> None:
         self.lateness_us = lateness_us
+        #: whether decisions feed the detectors (entries staged per field, see `drain`)
+        self.alerts = alerts
+        self._entries: dict[str, list[Entry]] = {}
         #: the worker's wall clock (injected; None in replay and tests: no clock repair)
         self.wall_clock_us = wall_clock_us
         self.policy = policy
@@ -102,7 +111,7 @@ class Runtime:
             clock = int(raw) if raw is not None else None
             if clock is not None:
                 self._stored_clock[partition] = clock
-            proc = PartitionProcessor(self.policy, partition, self.facts, clock)
+            proc = PartitionProcessor(self.policy, partition, self.facts, clock, self.alerts)
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
             self._processors[partition] = proc
@@ -117,7 +126,22 @@ class Runtime:
         value: bytes | None,
         timestamp_us: int | None = None,
     ) -> ClaimsHandled:
-        """Process one record of the claims topic (`timestamp_us`: the record's broker time)."""
+        """Process one record of the claims topic (`timestamp_us`: the record's broker time).
+
+        The detectors' entries of its decisions are staged, to be sent by `drain`.
+        """
+        out = self._handle(partition, offset, key, value, timestamp_us)
+        self._stage(out)
+        return out
+
+    def _handle(
+        self,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_us: int | None,
+    ) -> ClaimsHandled:
         out = ClaimsHandled()
         if value is None:
             out.events.append("tombstone")
@@ -160,6 +184,8 @@ class Runtime:
         before = proc.clock_us
         self._emit(proc.on_tick(at), partition, out)
         out.events.append("tick")
+        self._stage(out)
+        out.sends.extend(self.drain())  # the entries before the tick that moves past them
         if proc.clock_us is not None:
             # the detectors of this partition's fields move on with the partition clock
             out.sends.append(
@@ -262,6 +288,29 @@ class Runtime:
                 yield out
         self.facts.flush()
 
+    def _stage(self, out: ClaimsHandled) -> None:
+        for name, entry in out.alerts:
+            self._entries.setdefault(name, []).append(entry)
+        out.alerts.clear()
+
+    def drain(self) -> list[Outgoing]:
+        """The alerts-input records of the entries staged since the last drain.
+
+        One record per field (more past ENTRIES_PER_RECORD), to the field's home partition:
+        a batch of claims costs the detectors a few records instead of one per decision.
+        The worker drains at the end of each batch and before each tick's record.
+        """
+        sends = []
+        for name, entries in self._entries.items():
+            key = name.encode()
+            home = partition_for(key, self.partitions)
+            for at in range(0, len(entries), ENTRIES_PER_RECORD):
+                part = entries[at : at + ENTRIES_PER_RECORD]
+                body = dumps({"field": name, "entries": part})
+                sends.append(Outgoing(self.names.alerts_input, key, body, home))
+        self._entries.clear()
+        return sends
+
     def _store_clock(
         self, proc: PartitionProcessor, before: int | None, *, force: bool = False
     ) -> None:
@@ -292,9 +341,8 @@ class Runtime:
             out.resolutions.append((key, body))
             if decided.again:
                 continue  # the detectors and the conflicts log saw it, or tolerate the gap
-            field = str(record["field"]).encode()
-            home = partition_for(field, self.partitions)
-            out.sends.append(Outgoing(self.names.alerts_input, field, body, home))
+            if decided.alert is not None:
+                out.alerts.append((str(record["field"]), decided.alert))
             change = conflict_change(decided)
             if change is not None:
                 out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))

@@ -1,10 +1,11 @@
-"""AlertRuntime's table: one record per field plus one per followed fact, written when touched."""
+"""AlertRuntime's table: one record per field, written at a tick only when it changed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from streams.core.alerts.lag_state import LagState
+from streams.core.alerts.entry import Entry
+from streams.core.alerts.lag_state import FactTrack, LagState
 from streams.core.alerts.runner import AlertRunner
 from streams.core.alerts.spike import SpikeState
 from streams.core.policy import CompiledPolicy
@@ -12,7 +13,7 @@ from streams.core.timeutil import parse_rfc3339
 from streams.wire.codec import dumps
 from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
 from streams.worker.edge import tick_value
-from tests.support.alerts import REPLICA, Facts, lagging_changes, warm_up
+from tests.support.alerts import REPLICA, Entries, Facts, lagging_changes, warm_up
 from tests.support.clocks import SECOND, T0
 
 FIELD = "payment_status"
@@ -30,52 +31,53 @@ class CountingTable(dict[bytes, bytes]):
         super().__setitem__(key, value)
 
 
+def entries_record(entries: list[Entry]) -> bytes:
+    """One alerts-input record of the field's entries, as the claims agent sends them."""
+    return dumps({"field": FIELD, "entries": entries})
+
+
 def feed(runtime: AlertRuntime, facts: Facts, subjects: list[str], at: int) -> None:
-    """Every subject's owner and replica answer at `at` (+1 s apart), then a tick."""
+    """Every subject's owner and replica answer at `at` (+1 s apart): one record, a tick."""
+    made = Entries(facts.policy)
+    entries = []
     for i, subject in enumerate(subjects):
         decision = facts.observe(
             subject, at + i * SECOND, ("billing-api", "paid"), (REPLICA, "unpaid")
         )
-        runtime.handle(runtime.home(FIELD), dumps(decision))
+        entries.append(made.of(decision, parse_rfc3339(decision["decided_at"])))
+    runtime.handle(runtime.home(FIELD), entries_record(entries))
     runtime.handle(runtime.home(FIELD), tick_value(at + (len(subjects) + 3) * SECOND))
 
 
-def fact_keys(table: dict[bytes, bytes]) -> set[str]:
-    prefix = FIELD.encode() + FACT_SEP
-    return {k[len(prefix) :].decode() for k in table if k.startswith(prefix)}
-
-
-def test_each_followed_fact_has_its_own_record(policy: CompiledPolicy) -> None:
-    """The field's record holds no facts; every fact the detector follows has one record."""
+def test_the_field_record_is_the_only_one(policy: CompiledPolicy) -> None:
+    """The detectors keep one record per field and follow no fact: facts live elsewhere."""
     table = CountingTable()
     runtime = AlertRuntime(policy, 4, table)
-    subjects = [f"invoice:s-{i}" for i in range(30)]
 
-    feed(runtime, Facts(policy), subjects, T0)
+    feed(runtime, Facts(policy), [f"invoice:s-{i}" for i in range(30)], T0)
 
-    state = _state(runtime)[1]
-    assert {f"{s}|{FIELD}" for s in subjects} == set(state.facts) == fact_keys(table)
-    assert b'"facts"' not in table[FIELD.encode()]
+    assert [FIELD.encode()] == list(table)
+    assert {} == _state(runtime)[1].facts
 
 
-def test_a_tick_rewrites_only_the_facts_touched_since_the_last(policy: CompiledPolicy) -> None:
-    """Idle facts are not written again; the touched one is written once per tick."""
+def test_a_tick_writes_the_field_only_when_it_changed(policy: CompiledPolicy) -> None:
+    """Ticks that only move the clock write nothing; the next entries are written once."""
     table = CountingTable()
     runtime = AlertRuntime(policy, 4, table)
     facts = Facts(policy)
-    subjects = [f"invoice:t-{i}" for i in range(20)]
-    feed(runtime, facts, subjects, T0)
-    before = dict(table.writes)
+    feed(runtime, facts, ["invoice:a", "invoice:b"], T0)
+    written = table.writes[FIELD.encode()]
 
-    feed(runtime, facts, subjects[:1], T0 + 60 * SECOND)
+    for n in range(1, 4):
+        runtime.handle(runtime.home(FIELD), tick_value(T0 + (10 + n) * SECOND))
+    quiet = table.writes[FIELD.encode()]
+    feed(runtime, facts, ["invoice:a"], T0 + 20 * SECOND)
 
-    prefix = FIELD.encode() + FACT_SEP
-    changed = {k for k, n in table.writes.items() if k.startswith(prefix) and n != before[k]}
-    assert {prefix + f"{subjects[0]}|{FIELD}".encode()} == changed
+    assert (written, written + 1) == (quiet, table.writes[FIELD.encode()])
 
 
 def test_a_restarted_runtime_reads_back_the_same_state(policy: CompiledPolicy) -> None:
-    """A new runtime over the same table holds the same detector state, facts in order."""
+    """A new runtime over the same table holds the same detector state."""
     table = CountingTable()
     runtime = AlertRuntime(policy, 4, table)
     feed(runtime, Facts(policy), [f"invoice:r-{i}" for i in range(25)], T0)
@@ -86,38 +88,24 @@ def test_a_restarted_runtime_reads_back_the_same_state(policy: CompiledPolicy) -
 
     assert spike.to_obj() == again_spike.to_obj()
     assert lag.to_obj() == again_lag.to_obj()
-    assert list(lag.facts) == list(again_lag.facts)
 
 
-def test_forgotten_facts_lose_their_records(policy: CompiledPolicy) -> None:
-    """When the detector forgets an idle fact, its record is deleted from the table."""
-    table = CountingTable()
-    runtime = AlertRuntime(policy, 4, table)
-    facts = Facts(policy)
-    feed(runtime, facts, ["invoice:old"], T0)
-    assert {f"invoice:old|{FIELD}"} == fact_keys(table)
-
-    day = 24 * 3600 * SECOND
-    feed(runtime, facts, ["invoice:new"], T0 + 2 * day)
-
-    assert {f"invoice:new|{FIELD}"} == fact_keys(table)
-
-
-def test_a_whole_state_record_of_an_earlier_version_is_split(policy: CompiledPolicy) -> None:
-    """A field record that still holds its facts is read, then stored split at the next tick."""
-    table = CountingTable()
-    runtime = AlertRuntime(policy, 4, table)
-    facts = Facts(policy)
-    feed(runtime, facts, ["invoice:a", "invoice:b"], T0)
+def test_an_earlier_versions_fact_records_are_dropped(policy: CompiledPolicy) -> None:
+    """Facts an earlier version followed in the field's record or apart are dropped on load."""
+    runtime = AlertRuntime(policy, 4, CountingTable())
+    feed(runtime, Facts(policy), ["invoice:a", "invoice:b"], T0)
     spike, lag = _state(runtime)
-    legacy: dict[str, Any] = {"spike": spike.to_obj(), "lag": lag.to_obj()}
+    lag.facts = {"invoice:a|payment_status": FactTrack(touched=T0)}
     old = CountingTable()
-    old[FIELD.encode()] = dumps(legacy)
+    old[FIELD.encode()] = dumps({"spike": spike.to_obj(), "lag": lag.to_obj()})
+    old[FIELD.encode() + FACT_SEP + b"invoice:b|payment_status"] = dumps(
+        FactTrack(touched=T0).to_obj()
+    )
 
     upgraded = AlertRuntime(policy, 4, old)
     upgraded.handle(upgraded.home(FIELD), tick_value(T0 + 10 * SECOND))
 
-    assert {f"invoice:a|{FIELD}", f"invoice:b|{FIELD}"} == fact_keys(old)
+    assert [FIELD.encode()] == list(old)
     assert b'"facts"' not in old[FIELD.encode()]
 
 
@@ -128,28 +116,58 @@ def _state(runtime: AlertRuntime) -> tuple[SpikeState, LagState]:
 
 
 def test_the_live_edge_raises_what_the_replay_runner_raises(policy: CompiledPolicy) -> None:
-    """Decisions and ticks through the worker's edge give AlertRunner's alerts, in its order."""
+    """Entries and ticks through the worker's edge give AlertRunner's alerts of decisions."""
     recorded = Recorded(policy)
     subjects = [f"invoice:e-{i}" for i in range(8)]
     warm_up(recorded, subjects)
     lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
     runtime = AlertRuntime(policy, 4, CountingTable())
     runner = AlertRunner(policy)
+    made = Entries(policy)
     live: list[dict[str, Any]] = []
     replayed: list[dict[str, Any]] = []
     next_tick = T0
+    pending: list[Entry] = []
     for decision in recorded.decisions:
         now = parse_rfc3339(decision["decided_at"])
-        while next_tick < now:  # the partition clock ticks every 10 s
+        while next_tick < now:  # the partition clock ticks every 10 s; a record per tick
+            if pending:
+                live += runtime.handle(runtime.home(FIELD), entries_record(pending)).alerts
+                pending = []
             live += runtime.handle(runtime.home(FIELD), tick_value(next_tick)).alerts
             replayed += runner.on_clock(next_tick)
             next_tick += 10 * SECOND
-        live += runtime.handle(runtime.home(FIELD), dumps(decision)).alerts
+        pending.append(made.of(decision, now))
         replayed += runner.on_decision(decision, now)
+    live += runtime.handle(runtime.home(FIELD), entries_record(pending)).alerts
     for _ in range(60):  # and on, until the replica is judged
         live += runtime.handle(runtime.home(FIELD), tick_value(next_tick)).alerts
         replayed += runner.on_clock(next_tick)
         next_tick += 10 * SECOND
+    assert [] != replayed
+    assert replayed == live
+
+
+def test_an_earlier_versions_decision_records_are_still_understood(
+    policy: CompiledPolicy,
+) -> None:
+    """An alerts-input record holding one decision (as before entries) is detected on."""
+    recorded = Recorded(policy)
+    subjects = [f"invoice:o-{i}" for i in range(8)]
+    warm_up(recorded, subjects)
+    lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
+    runtime = AlertRuntime(policy, 4, CountingTable())
+    runner = AlertRunner(policy)
+    live: list[dict[str, Any]] = []
+    replayed: list[dict[str, Any]] = []
+    for decision in recorded.decisions:
+        now = parse_rfc3339(decision["decided_at"])
+        live += runtime.handle(runtime.home(FIELD), dumps(decision)).alerts
+        replayed += runner.on_decision(decision, now)
+    end = parse_rfc3339(recorded.decisions[-1]["decided_at"])
+    for n in range(60):
+        live += runtime.handle(runtime.home(FIELD), tick_value(end + n * 10 * SECOND)).alerts
+        replayed += runner.on_clock(end + n * 10 * SECOND)
     assert [] != replayed
     assert replayed == live
 

@@ -1,0 +1,159 @@
+"""The replica-lag detector's per-fact half: the owner's values, and what each new claim shows.
+
+It runs where the fact lives (the worker's claims partition, beside the fact's state), so
+the field's detector only receives each decision's `Observation`s and keeps no per-fact
+state of its own. `observe` is deterministic: the same decisions give the same tracks and
+observations, live or replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, Final
+
+from streams.core.alerts.lag_state import FactTrack, OwnerValue
+from streams.core.normalize import ABSENT, NormalizationError
+from streams.core.policy import FieldRule, is_owner
+from streams.core.timeutil import TimestampError, parse_rfc3339
+
+#: Owner values remembered per fact (a source's claim is matched against any of them).
+MAX_VALUES: Final = 4
+#: `Observation` flags: the claim dissented (outranked, disagreeing), or was stale.
+DISSENT: Final = 1
+STALE: Final = 2
+#: `Observation` behind marks: the source serves this fact a value older than the budget
+#: allows (BEHIND), or it serves the owner's latest value (CAUGHT_UP).
+BEHIND: Final = 1
+CAUGHT_UP: Final = -1
+
+Canon = Hashable
+#: One new claim of a non-owner source, as the field's detector needs it:
+#: [source, observed µs, flags, catch-up [lag, low, high] or None, behind mark (or 0)].
+Observation = list[Any]
+
+
+def observe(
+    rule: FieldRule, fact: FactTrack | None, decision: Mapping[str, Any], now: int
+) -> tuple[FactTrack, list[Observation] | None]:
+    """Take in one decision of a fact: its track after it, and the observations of new claims.
+
+    None (not a list) when the decision brought no claim that earlier ones did not: the
+    detector then does not count it among the decisions it judges silence against.
+    """
+    fact = fact if fact is not None else FactTrack(touched=now)
+    claims: Sequence[Mapping[str, Any]] = decision.get("claims") or ()
+    known = set(fact.ids)
+    new = [c for c in claims if c.get("claim_id") not in known]
+    fact.ids = [str(c.get("claim_id")) for c in claims]
+    fact.touched = now
+    if not new:
+        return fact, None
+    _owner(rule, fact, decision, new)
+    canons = [_canon(rule, v.status, v.value) for v in fact.values]
+    seen = (_claim(rule, fact, canons, claim) for claim in new)
+    return fact, [o for o in seen if o is not None]
+
+
+def _owner(
+    rule: FieldRule, fact: FactTrack, decision: Mapping[str, Any], new: list[Mapping[str, Any]]
+) -> None:
+    """Record the owner's value when it won the decision; a different one is a change."""
+    if decision.get("outcome") != "resolved":
+        return
+    claims = decision.get("claims") or ()
+    winner = next((c for c in claims if c.get("disposition") == "won"), None)
+    won = _claim_canon(rule, winner) if winner is not None else None
+    if won is None:
+        return
+    agree = rule.normalizer.agree
+    firsts = []
+    for claim in new:
+        if is_owner(rule, str(claim.get("source"))):
+            at, canon = _time(claim), _claim_canon(rule, claim)
+            if at is not None and canon is not None and agree(canon, won):
+                firsts.append((at, str(claim.get("claim_id")), claim))
+    if not firsts:
+        return
+    at, _, first = min(firsts, key=lambda f: (f[0], f[1]))
+    latest = max(f[0] for f in firsts)
+    status, value = str(first.get("status")), first.get("value")
+    if fact.values:
+        newest = fact.values[-1]
+        newest_canon = _canon(rule, newest.status, newest.value)
+        if newest_canon is not None and agree(newest_canon, won):
+            newest.last = max(newest.last, latest)
+            return
+        if at < newest.since:
+            return
+    change = bool(fact.values)
+    fact.values.append(OwnerValue(status, value, at, latest, change))
+    del fact.values[:-MAX_VALUES]
+
+
+def _claim(
+    rule: FieldRule, fact: FactTrack, canons: list[Canon | None], claim: Mapping[str, Any]
+) -> Observation | None:
+    """What a new claim of a non-owner source shows (None for the owner's, or no time)."""
+    source = str(claim.get("source"))
+    at = _time(claim)
+    if at is None or is_owner(rule, source):
+        return None
+    disposition = claim.get("disposition")
+    flags = (DISSENT if disposition == "outranked" and claim.get("dissent") else 0) | (
+        STALE if disposition == "stale" else 0
+    )
+    canon = _claim_canon(rule, claim)
+    if canon is None or not fact.values:
+        return [source, at, flags, None, 0]
+    agree = rule.normalizer.agree
+    match = -1
+    for i in range(len(canons) - 1, -1, -1):
+        known = canons[i]
+        if known is not None and agree(canon, known):
+            match = i
+            break
+    catch: list[int] | None = None
+    mark = 0
+    for i, value in enumerate(fact.values):
+        if source in value.caught:
+            continue
+        if i <= match:
+            value.caught.append(source)
+            behind = value.behind.pop(source, 0)
+            if i == match and value.change:
+                high = at - fact.values[i - 1].last if i > 0 else -1
+                catch = [max(0, at - value.since), behind, high]
+        elif value.change and at > value.since:
+            gap = at - value.since
+            if gap > value.behind.get(source, 0):
+                value.behind[source] = gap
+            if gap > rule.freshness_us:
+                mark = BEHIND
+    if match == len(fact.values) - 1:
+        mark = CAUGHT_UP
+    return [source, at, flags, catch, mark]
+
+
+def _time(claim: Mapping[str, Any]) -> int | None:
+    try:
+        return parse_rfc3339(claim.get("observed_at"))
+    except TimestampError:
+        return None
+
+
+def _claim_canon(rule: FieldRule, claim: Mapping[str, Any]) -> Canon | None:
+    if claim.get("disposition") == "rejected":
+        return None
+    return _canon(rule, str(claim.get("status")), claim.get("value"))
+
+
+def _canon(rule: FieldRule, status: str, value: Any) -> Canon | None:
+    """The normalized value a claim compares by; None when it is no evidence or invalid."""
+    if status == "not_found":
+        return ABSENT
+    if status != "ok":
+        return None
+    try:
+        return rule.normalizer.canon(value)
+    except (NormalizationError, TypeError, ValueError):
+        return None
