@@ -96,7 +96,7 @@ class FactState:
         if self.decided_offset is not None:
             obj["q"] = [self.decided_offset, self.decided_at]
         if self.track is not None:
-            obj["g"] = self.track.to_obj()
+            obj["g"] = self.track.pack()
         return obj
 
     @classmethod
@@ -116,7 +116,7 @@ class FactState:
             last_outcome=obj.get("o"),
             decided_offset=obj["q"][0] if "q" in obj else None,
             decided_at=obj["q"][1] if "q" in obj else None,
-            track=FactTrack.from_obj(obj["g"]) if "g" in obj else None,
+            track=FactTrack.unpack(obj["g"]) if "g" in obj else None,
         )
 
 

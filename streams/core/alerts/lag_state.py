@@ -19,8 +19,9 @@ class OwnerValue(Plain):
     """A value the owner claimed for a fact: its first (`since`) and latest (`last`) claim.
 
     `change` is false for the first value seen of a fact (when it changed is unknown, so it
-    gives no lag sample). `caught` lists the sources that have claimed it since; `behind`
-    holds, per source not yet caught, the longest it was seen serving an older value.
+    gives no lag sample). `caught` lists the sources (as `id_tag`s) that have claimed it
+    since; `behind` holds, per source not yet caught, the longest it was seen serving an
+    older value.
     """
 
     status: str
@@ -34,11 +35,39 @@ class OwnerValue(Plain):
 
 @dataclass(slots=True)
 class FactTrack(Plain):
-    """One fact: the claim ids of its last decision and the owner's recent values (oldest first)."""
+    """One fact: its last decision's claim ids (as `id_tag`s), the owner's recent values.
+
+    Values oldest first. `pack` is the compact form kept in the fact's own state.
+    """
 
     touched: int
     ids: list[str] = dc_field(default_factory=list)
     values: list[OwnerValue] = dc_field(default_factory=list)
+
+    def pack(self) -> list[Any]:
+        """A compact JSON-able form for the fact's own state: lists, no key names.
+
+        `touched` is left out (a fact's state outlives no fact), `last` is kept as its
+        distance from `since` (most often 0).
+        """
+        values = [
+            [v.status, v.value, v.since, v.last - v.since, int(v.change), v.caught, v.behind]
+            for v in self.values
+        ]
+        return [self.ids, values]
+
+    @classmethod
+    def unpack(cls, packed: list[Any]) -> FactTrack:
+        """The track of a `pack`ed form."""
+        ids, values = packed
+        return cls(
+            0,
+            list(ids),
+            [
+                OwnerValue(status, value, since, since + last, bool(change), caught, behind)
+                for status, value, since, last, change, caught, behind in values
+            ],
+        )
 
 
 @dataclass(slots=True)

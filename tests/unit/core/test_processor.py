@@ -113,9 +113,9 @@ def test_unchanged_decision_is_not_emitted_again() -> None:
 
 
 def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
-    """A fact with five claims serializes below 1 KiB and restores to the same decisions."""
+    """A decided fact with five claims (and its detectors' track) stays below 1 KiB."""
     facts: dict[str, FactState] = {}
-    proc = PartitionProcessor(policy_with(), 3, facts)
+    proc = PartitionProcessor(policy_with(), 3, facts, alerts=True)
     for i, source in enumerate(["ledger-a", "ledger-b", "cache", "ledger-a", "ledger-b"]):
         proc.on_claim(
             claim(
@@ -127,7 +127,9 @@ def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
                 agent_id="agent-7",
             )
         )
+    proc.flush()
     state = facts["invoice:1|payment_status"]
+    assert state.track is not None
     raw = orjson.dumps(state.to_obj())
     assert len(raw) < 1024, len(raw)
     restored = FactState.from_obj(orjson.loads(raw))
