@@ -7,6 +7,10 @@ no state, no decisions: what is left is the framework's own cost per record, the
 Faust worker can spend. `python -m bench.faust_floor SPEC` (SPEC as the passthrough's).
 It takes events in batches as the worker does; FLOOR_MODE=events makes it take them one by
 one (`stream.events()`), to see what batching saves.
+
+With `"tables": true` in SPEC the outputs the worker writes through Faust tables (the facts
+changelog and the resolutions topic, its table's changelog) go through Faust tables here
+too, on the worker's default store: the floor of a Faust worker that keeps state.
 """
 
 from __future__ import annotations
@@ -21,17 +25,24 @@ from typing import Any
 import faust
 
 from streams.wire.kafka import env_bootstrap
+from streams.worker.faust_kit import batched_events
+from streams.worker.settings import WorkerSettings
+from streams.worker.store import register, store_url
 
 #: events per batch (as the worker takes them)
 BATCH = 500
+#: partitions of every topic (as the benchmark creates them)
+PARTITIONS = 4
 
 
 def build(spec: dict[str, Any]) -> faust.App:
     """The Faust app of the floor: one agent over the input topic."""
+    register()
+    tabled = bool(spec.get("tables"))
     app = faust.App(
         spec["group"],
         broker=f"kafka://{env_bootstrap()}",
-        store="memory://",
+        store=store_url(WorkerSettings.store) if tabled else "memory://",
         datadir=str(Path(spec["ready"]).parent / spec["group"]),
         processing_guarantee="at_least_once",
         topic_replication_factor=1,
@@ -49,36 +60,57 @@ def build(spec: dict[str, Any]) -> faust.App:
         value_serializer="raw",
     )
     plan = [(topic, float(rate), int(size)) for topic, rate, size in spec["outputs"]]
+    tables = {topic: _table(app, topic) for topic, _, _ in plan if tabled and _stateful(topic)}
     ready = Path(spec["ready"])
 
     @app.agent(source, concurrency=1)
     async def forward(stream: faust.StreamT[bytes]) -> None:
         seen = 0
-        batches = (
-            stream.take_events(BATCH, within=0.01)
-            if os.environ.get("FLOOR_MODE", "batch") == "batch"
-            else _singles(stream)
-        )
-        async for events in batches:
+        most = BATCH if os.environ.get("FLOOR_MODE", "batch") == "batch" else 1
+        # the worker's own loop: batches, each event made current (tables write through it)
+        async for event in batched_events(stream, most, 0.01):
             if not ready.exists():
                 ready.touch()
-            for event in events:
-                message = event.message
-                value = event.value or b""
-                for topic, rate, size in plan:
-                    for _ in range(int((seen + 1) * rate) - int(seen * rate)):
-                        body = value + b" " * (size - len(value))
+            message = event.message
+            value = event.value or b""
+            for topic, rate, size in plan:
+                for _ in range(int((seen + 1) * rate) - int(seen * rate)):
+                    body = value + b" " * (size - len(value))
+                    table = tables.get(topic)
+                    if table is not None:
+                        table[message.key] = body
+                    else:
                         await app.producer.send(
                             topic, message.key, body, message.partition, None, None
                         )
-                seen += 1
+            seen += 1
 
     return app
 
 
-async def _singles(stream: Any) -> Any:
-    async for event in stream.events():
-        yield [event]
+def _stateful(topic: str) -> bool:
+    """Whether the worker writes this output through a table (its changelog)."""
+    return topic.endswith(("facts-changelog", "resolutions"))
+
+
+def _table(app: faust.App, topic: str) -> Any:
+    """A bytes table whose changelog is `topic`, as the worker declares its tables."""
+    raw: dict[str, Any] = {
+        "key_type": bytes,
+        "value_type": bytes,
+        "key_serializer": "raw",
+        "value_serializer": "raw",
+    }
+    changelog = app.topic(topic, partitions=PARTITIONS, compacting=True, **raw)
+    name = topic.rsplit(".", 1)[-1].replace("-", "_")
+    return app.Table(
+        name,
+        schema=faust.Schema(**raw),
+        key_type=bytes,
+        value_type=bytes,
+        partitions=PARTITIONS,
+        changelog_topic=changelog,
+    )
 
 
 def main(spec: dict[str, Any]) -> None:

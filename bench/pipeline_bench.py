@@ -313,6 +313,16 @@ async def throughput(run: Run) -> dict[str, Any]:
     ff = run.spawn(faust_floor_child(floor_spec, run.work))
     floor = await committed_rate(floor_spec["group"], names.claims, ends, ff)
     ff.stop()
+    note("starting the Faust floor with tables (the facts and resolutions through tables)")
+    tabled_spec = {
+        **spec,
+        "group": f"{run.prefix}ft",
+        "ready": str(run.work / "ft.ready"),
+        "tables": True,
+    }
+    ft = run.spawn(faust_floor_child(tabled_spec, run.work))
+    tabled = await committed_rate(tabled_spec["group"], names.claims, ends, ft)
+    ft.stop()
     return {
         "worker": {**measured, "peak_rss_mib": peak},
         "passthrough": {
@@ -323,6 +333,8 @@ async def throughput(run: Run) -> dict[str, Any]:
         "faust_floor": floor,
         "floor_ratio": _ratio(floor["claims_per_s"], baseline["claims_per_s"]),
         "ratio_to_floor": _ratio(measured["claims_per_s"], floor["claims_per_s"]),
+        "faust_floor_tables": tabled,
+        "ratio_to_floor_tables": _ratio(measured["claims_per_s"], tabled["claims_per_s"]),
         "fan_out": fan_out,
     }
 

@@ -25,6 +25,8 @@ from streams.worker.faust_kit import (
 )
 from streams.worker.metrics import Metrics
 
+#: How often the detectors' entries are sent at least, when no tick comes (seconds).
+ENTRIES_EVERY_S = 1.0
 #: Given each decision made (fact key, record) after it is sent (plan blocking)
 OnDecision = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 
@@ -75,9 +77,16 @@ def install_claims(
         _count(metrics, handled)
         metrics.latency.observe(time.perf_counter() - started)
 
+    drained = [time.monotonic()]
+
     async def send_entries() -> None:
-        for out in runtime.drain():  # the batch's decisions, summed up per field
-            await send(out)
+        # the decisions of the last second (or a full record's worth), summed up per field;
+        # a crash may cost the detectors that second, as it may their state's last second
+        now = time.monotonic()
+        if runtime.staged_full() or now - drained[0] >= ENTRIES_EVERY_S:
+            drained[0] = now
+            for out in runtime.drain():
+                await send(out)
 
     guarded_agent(
         pipe,

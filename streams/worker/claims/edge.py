@@ -293,12 +293,17 @@ class Runtime:
             self._entries.setdefault(name, []).append(entry)
         out.alerts.clear()
 
+    def staged_full(self) -> bool:
+        """Whether some field has a whole record's worth of entries staged."""
+        return any(len(e) >= ENTRIES_PER_RECORD for e in self._entries.values())
+
     def drain(self) -> list[Outgoing]:
         """The alerts-input records of the entries staged since the last drain.
 
         One record per field (more past ENTRIES_PER_RECORD), to the field's home partition:
-        a batch of claims costs the detectors a few records instead of one per decision.
-        The worker drains at the end of each batch and before each tick's record.
+        claims cost the detectors a few records a second instead of one per decision. The
+        worker drains before each tick's record (about once a second), and at the end of a
+        batch when a record is full or a second has gone by.
         """
         sends = []
         for name, entries in self._entries.items():

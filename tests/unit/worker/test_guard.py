@@ -124,3 +124,18 @@ async def test_a_failing_dlq_send_is_logged_and_never_raised() -> None:
 def test_internal_error_reason_names_type_and_message(exc: Exception, expected: str) -> None:
     """The reason is `internal_error: <type>: <message>`."""
     assert expected == internal_error_reason(exc)
+
+
+async def test_work_at_the_end_of_a_batch_that_raises_is_counted_not_raised() -> None:
+    """The end-of-batch work (the detectors' entries) raising costs a count, not the agent."""
+    sink, metrics = Sink(), Metrics(policy_with())
+    guard = RecordGuard(NAMES, sink, metrics)
+
+    async def work() -> None:
+        raise RuntimeError("encoder broke")
+
+    await guard.settle("g.claims", work)
+    await guard.settle("g.claims", work)
+
+    assert 2.0 == _counter(metrics, "claimwatch_internal_errors_total", topic="g.claims")
+    assert [] == sink.sent
