@@ -26,7 +26,7 @@ import faust
 
 from streams.wire.kafka import env_bootstrap
 from streams.worker.faust_kit import batched_events
-from streams.worker.settings import WorkerSettings
+from streams.worker.settings import DEFAULT_STORE
 from streams.worker.store import register, store_url
 
 #: events per batch (as the worker takes them)
@@ -42,7 +42,7 @@ def build(spec: dict[str, Any]) -> faust.App:
     app = faust.App(
         spec["group"],
         broker=f"kafka://{env_bootstrap()}",
-        store=store_url(WorkerSettings.store) if tabled else "memory://",
+        store=store_url(DEFAULT_STORE) if tabled else "memory://",
         datadir=str(Path(spec["ready"]).parent / spec["group"]),
         processing_guarantee="at_least_once",
         topic_replication_factor=1,

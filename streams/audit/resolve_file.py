@@ -11,7 +11,7 @@ from streams.core.limits import clip
 from streams.core.policy import CompiledPolicy
 from streams.core.resolve import resolve
 from streams.core.signing import signature_problem
-from streams.wire.codec import DecodeError, decode_claim, dumps
+from streams.wire.codec import DecodeError, decode_claim, dumps_line
 
 
 @dataclass(slots=True)
@@ -73,7 +73,7 @@ def _read_line(
     if not raw.strip():
         return
     try:
-        claim = decode_claim(raw)
+        claim = decode_claim(raw, share=False)  # held once per run: no strings to share
     except DecodeError as exc:
         batch.errors.append(LineError(source, number, "claim", str(exc)))
         return
@@ -108,16 +108,29 @@ def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator
     fact is decided without them; when the fault is in no single claim, all its lines are.
     The errors end up in `batch.errors`, sorted by line, once the iteration is done.
     """
+    for record, _line in _resolved(batch, policy, now_us):
+        yield record
+
+
+def resolve_lines(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[bytes]:
+    """`resolve_batch` as JSON lines (each record serialized once)."""
+    for _record, line in _resolved(batch, policy, now_us):
+        yield line
+
+
+def _resolved(
+    batch: Batch, policy: CompiledPolicy, now_us: int
+) -> Iterator[tuple[dict[str, Any], bytes]]:
     for key in sorted(batch.facts):
-        record = _decide_fact(batch, batch.facts[key], policy, now_us)
-        if record is not None:
-            yield record
+        decided = _decide_fact(batch, batch.facts[key], policy, now_us)
+        if decided is not None:
+            yield decided
     batch.errors.sort(key=lambda e: (e.source, e.line))
 
 
 def _decide_fact(
     batch: Batch, claims: list[Claim], policy: CompiledPolicy, now_us: int
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any], bytes] | None:
     """The fact's decision; on a failure, the decision without the claims that cause it."""
     try:
         return _decided(claims, policy, now_us)
@@ -141,11 +154,12 @@ def _decide_fact(
     return None
 
 
-def _decided(claims: list[Claim], policy: CompiledPolicy, now_us: int) -> dict[str, Any]:
-    """The decision of one fact, checked to encode (the caller writes it next)."""
+def _decided(
+    claims: list[Claim], policy: CompiledPolicy, now_us: int
+) -> tuple[dict[str, Any], bytes]:
+    """The decision of one fact and its JSON line (so it is known to encode)."""
     record = resolve(claims, policy, now_us)
-    dumps(record)
-    return record
+    return record, dumps_line(record)
 
 
 def _claim_error(batch: Batch, claim: Claim, exc: BaseException) -> LineError:

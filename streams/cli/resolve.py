@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from streams.audit.resolve_file import read_claims, resolve_batch
+from streams.audit.resolve_file import read_claims, resolve_lines
 from streams.cli.common import (
     MaxPolicyBytesOption,
     PolicyOption,
@@ -16,7 +16,6 @@ from streams.cli.common import (
     policy_or_fail,
 )
 from streams.policy.source import MAX_POLICY_BYTES
-from streams.wire.codec import dumps_line
 
 
 def resolve(
@@ -33,8 +32,8 @@ def resolve(
     with open_input(file) as (handle, name):
         batch = read_claims(handle, name, compiled)
     out = sys.stdout.buffer
-    for record in resolve_batch(batch, compiled, now_us):
-        out.write(dumps_line(record))
+    for line in resolve_lines(batch, compiled, now_us):
+        out.write(line)
     out.flush()
     for error in batch.errors:
         typer.echo(f"claimwatch: {error}", err=True)

