@@ -5,7 +5,8 @@ file, output to a pipe that is drained), so start-up, policy loading and output 
 The baseline is `bench/plain_resolve.py` (SPEC section 4 written plainly; the test
 `tests/bench/test_plain_resolve.py` holds it to claimwatch's decisions). Start-up is
 `claimwatch resolve` on an empty file, best of three, with the README's policy and with the
-benchmark's.
+benchmark's. claimwatch runs as shipped (its default `--jobs`: the cores, at most 4) and
+with `--jobs 1`; the baseline is one process.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import NOW, POLICY
+from streams.audit.resolve_parallel import default_jobs
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 #: The README's policy; the benchmark's own adds a quantity field, which loads pint (its
@@ -60,12 +62,14 @@ def median_run(runs: list[dict[str, float]]) -> dict[str, Any]:
 def run(path: Path, claims: int) -> dict[str, Any]:
     """Both sides over `path`; claimwatch's speed-up over the baseline, and start-up."""
     argv_ours = [str(CLAIMWATCH), "resolve", "--policy", str(POLICY), "--now", NOW, str(path)]
+    argv_one = [*argv_ours, "--jobs", "1"]
     argv_base = [sys.executable, "-m", "bench.plain_resolve", str(POLICY), str(path), NOW]
-    ours_runs, base_runs = [], []
+    ours_runs, one_runs, base_runs = [], [], []
     for _ in range(RUNS):
         ours_runs.append(timed(argv_ours))
+        one_runs.append(timed(argv_one))
         base_runs.append(timed(argv_base))
-    ours, base = median_run(ours_runs), median_run(base_runs)
+    ours, one, base = median_run(ours_runs), median_run(one_runs), median_run(base_runs)
     if ours["lines"] != base["lines"]:
         raise RuntimeError(f"decisions: claimwatch {ours['lines']}, baseline {base['lines']}")
     startup = {}
@@ -73,13 +77,16 @@ def run(path: Path, claims: int) -> dict[str, Any]:
         for name, policy in (("example_policy", EXAMPLE_POLICY), ("bench_policy", POLICY)):
             argv = [str(CLAIMWATCH), "resolve", "--policy", str(policy), "--now", NOW, empty.name]
             startup[name] = min(timed(argv)["seconds"] for _ in range(3))
-    for side in (ours, base):
+    for side in (ours, one, base):
         side["claims_per_s"] = round(claims / side["seconds"])
     return {
         "claims": claims,
         "facts": ours["lines"],
+        "jobs": default_jobs(),
         "claimwatch": ours,
+        "claimwatch_one_process": one,
         "baseline": base,
         "speedup": round(base["seconds"] / ours["seconds"], 2),
+        "speedup_one_process": round(base["seconds"] / one["seconds"], 2),
         "startup_s": startup,
     }

@@ -108,23 +108,32 @@ def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator
     fact is decided without them; when the fault is in no single claim, all its lines are.
     The errors end up in `batch.errors`, sorted by line, once the iteration is done.
     """
-    for record, _line in _resolved(batch, policy, now_us):
+    for _key, record, _line in _resolved(batch, policy, now_us):
         yield record
 
 
 def resolve_lines(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[bytes]:
     """`resolve_batch` as JSON lines (each record serialized once)."""
-    for _record, line in _resolved(batch, policy, now_us):
+    for _key, _record, line in _resolved(batch, policy, now_us):
         yield line
+
+
+def resolve_keyed(
+    batch: Batch, policy: CompiledPolicy, now_us: int
+) -> Iterator[tuple[tuple[str, str], bytes]]:
+    """`resolve_lines`, each line with the (subject, field) it is sorted by."""
+    for key, _record, line in _resolved(batch, policy, now_us):
+        yield key, line
 
 
 def _resolved(
     batch: Batch, policy: CompiledPolicy, now_us: int
-) -> Iterator[tuple[dict[str, Any], bytes]]:
+) -> Iterator[tuple[tuple[str, str], dict[str, Any], bytes]]:
     for key in sorted(batch.facts):
         decided = _decide_fact(batch, batch.facts[key], policy, now_us)
         if decided is not None:
-            yield decided
+            record, line = decided
+            yield key, record, line
     batch.errors.sort(key=lambda e: (e.source, e.line))
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from streams.audit.resolve_file import read_claims, resolve_lines
+from streams.audit.resolve_parallel import default_jobs, resolve_shared, wants_parallel
 from streams.cli.common import (
     MaxPolicyBytesOption,
     PolicyOption,
@@ -25,17 +26,31 @@ def resolve(
         str | None, typer.Option(help="RFC 3339 clock time of the observation (default: now)")
     ] = None,
     max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="processes sharing out a large file's facts (default: the cores, at most 4)",
+        ),
+    ] = None,
 ) -> None:
     """Resolve JSON-lines claims: one decision per fact, sorted by (subject, field)."""
     compiled = policy_or_fail(policy, max_policy_bytes)
     now_us = now_or_fail(now)
-    with open_input(file) as (handle, name):
-        batch = read_claims(handle, name, compiled)
     out = sys.stdout.buffer
-    for line in resolve_lines(batch, compiled, now_us):
-        out.write(line)
+    with open_input(file) as (handle, name):
+        processes = jobs if jobs is not None else default_jobs()
+        if wants_parallel(file, processes):
+            errors = resolve_shared(file, name, compiled, now_us, processes, out)
+        else:
+            batch = read_claims(handle, name, compiled)
+            for line in resolve_lines(batch, compiled, now_us):
+                out.write(line)
+            errors = batch.errors
     out.flush()
-    for error in batch.errors:
+    for error in errors:
         typer.echo(f"claimwatch: {error}", err=True)
-    if batch.errors:
+    if errors:
         raise typer.Exit(1)
