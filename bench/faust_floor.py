@@ -25,6 +25,7 @@ from typing import Any
 import faust
 
 from streams.wire.kafka import env_bootstrap
+from streams.worker.app import raw_table, raw_topic
 from streams.worker.faust_kit import batched_events
 from streams.worker.settings import DEFAULT_STORE
 from streams.worker.store import register, store_url
@@ -94,23 +95,9 @@ def _stateful(topic: str) -> bool:
 
 
 def _table(app: faust.App, topic: str) -> Any:
-    """A bytes table whose changelog is `topic`, as the worker declares its tables."""
-    raw: dict[str, Any] = {
-        "key_type": bytes,
-        "value_type": bytes,
-        "key_serializer": "raw",
-        "value_serializer": "raw",
-    }
-    changelog = app.topic(topic, partitions=PARTITIONS, compacting=True, **raw)
-    name = topic.rsplit(".", 1)[-1].replace("-", "_")
-    return app.Table(
-        name,
-        schema=faust.Schema(**raw),
-        key_type=bytes,
-        value_type=bytes,
-        partitions=PARTITIONS,
-        changelog_topic=changelog,
-    )
+    """A bytes table whose changelog is `topic`, declared as the worker declares its tables."""
+    changelog = raw_topic(app, topic, partitions=PARTITIONS, compacting=True)
+    return raw_table(app, topic.rsplit(".", 1)[-1].replace("-", "_"), changelog, PARTITIONS)
 
 
 def main(spec: dict[str, Any]) -> None:

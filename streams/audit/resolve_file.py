@@ -44,9 +44,14 @@ def internal_error(exc: BaseException) -> str:
 
 
 def read_claims(
-    lines: Iterable[bytes | str], source: str = "<stdin>", policy: CompiledPolicy | None = None
+    lines: Iterable[bytes | str | Claim],
+    source: str = "<stdin>",
+    policy: CompiledPolicy | None = None,
 ) -> Batch:
     """Decode JSON lines; a malformed line or a reused claim_id with new content is an error.
+
+    A line may come as its claim already decoded (a caller that parsed it for its own
+    reasons, as `resolve_parallel` does); it is then taken as is.
 
     With a `policy`, a claim of a source it requires to sign that lacks a valid signature
     is an error too, and its claim_id stays free (as in the worker). Whatever goes wrong
@@ -65,18 +70,21 @@ def read_claims(
 def _read_line(
     batch: Batch,
     seen: dict[tuple[str, str, str], Any],
-    raw: bytes | str,
+    raw: bytes | str | Claim,
     source: str,
     number: int,
     policy: CompiledPolicy | None,
 ) -> None:
-    if not raw.strip():
+    if isinstance(raw, Claim):
+        claim = raw
+    elif not raw.strip():
         return
-    try:
-        claim = decode_claim(raw, share=False)  # held once per run: no strings to share
-    except DecodeError as exc:
-        batch.errors.append(LineError(source, number, "claim", str(exc)))
-        return
+    else:
+        try:
+            claim = decode_claim(raw, share=False)  # held once per run: no strings to share
+        except DecodeError as exc:
+            batch.errors.append(LineError(source, number, "claim", str(exc)))
+            return
     unsigned = signature_problem(policy, claim.envelope) if policy is not None else None
     if unsigned is not None:
         batch.errors.append(LineError(source, number, "signature", unsigned))

@@ -1,12 +1,12 @@
 """`claimwatch resolve` on several cores: a file's facts shared out among processes by key.
 
-Each process reads the whole file but decides only the lines whose fact (subject, field)
-hashes to it; a line that names no fact (not JSON, no object, no string subject or field,
-too large) belongs to the first. So every line is read for its claim by exactly one
-process, as the one-process path reads it, and a fact's claims all meet in one process.
-Each writes its decisions, sorted by fact, to a file of its own; the parent merges them
-by fact and the refused lines by line: the output is byte for byte the one-process
-output. Processes are forked (the compiled policy is inherited, not sent).
+Each process reads the whole file, parsing every line once, but decides only the lines
+whose fact (subject, field) hashes to it; a line that names no fact (not JSON, no object,
+no string subject or field, too large) belongs to the first. So every line is read for
+its claim by exactly one process, as the one-process path reads it, and a fact's claims
+all meet in one process. Each writes its decisions, sorted by fact, to a file of its own;
+the parent merges them by fact and the refused lines by line: the output is byte for byte
+the one-process output. Processes are forked (the compiled policy is inherited, not sent).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import IO, Any, Final
 import orjson
 
 from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
+from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
-from streams.wire.codec import MAX_CLAIM_BYTES
+from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of
 
 #: Files smaller than this are resolved in one process (forking costs more than it saves).
 PARALLEL_FROM_BYTES: Final = 4 << 20
@@ -42,19 +43,43 @@ class Part:
 
 def owner_of(raw: bytes, parts: int) -> int:
     """Which of `parts` processes reads a line: by its fact's hash, or 0 if it names none."""
+    return _owned(raw, parts)[0]
+
+
+def _owned(raw: bytes, parts: int) -> tuple[int, Any]:
+    """The owner of a line, and its parsed envelope when it names a fact (else None)."""
     if len(raw) > MAX_CLAIM_BYTES:
-        return 0
+        return 0, None
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return 0
+        return 0, None
     if not isinstance(data, dict):
-        return 0
+        return 0, None
     subject, field = data.get("subject"), data.get("field")
     if not isinstance(subject, str) or not isinstance(field, str):
-        return 0
+        return 0, None
     key = f"{subject}\x1f{field}".encode("utf-8", "surrogatepass")
-    return zlib.crc32(key) % parts
+    return zlib.crc32(key) % parts, data
+
+
+def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Claim]:
+    """Every line of a file for process `index`: its own claims decoded once, else b"".
+
+    A line it owns that does not decode, or that names no fact, is handed on as bytes,
+    for `read_claims` to report as the one-process path does.
+    """
+    for raw in handle:
+        owner, data = _owned(raw, parts)
+        if owner != index:
+            yield b""
+        elif data is None:
+            yield raw
+        else:
+            try:
+                yield claim_of(data, share=False)
+            except DecodeError:
+                yield raw
 
 
 def default_jobs() -> int:
@@ -99,8 +124,7 @@ def _part(index: int) -> Part:
     """One process's share: its lines read and decided, its decisions written to a file."""
     jobs: int = _JOB["jobs"]
     with open(_JOB["path"], "rb") as handle:
-        lines = (raw if owner_of(raw, jobs) == index else b"" for raw in handle)
-        batch = read_claims(lines, _JOB["name"], _JOB["policy"])
+        batch = read_claims(_own_lines(handle, index, jobs), _JOB["name"], _JOB["policy"])
     output = str(Path(_JOB["work"]) / f"part-{index}.jsonl")
     keys: list[tuple[str, str]] = []
     with open(output, "wb") as sink:

@@ -39,6 +39,11 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"not JSON: {exc}") from None
+    return claim_of(data, share)
+
+
+def claim_of(data: Any, share: bool = True) -> Claim:
+    """The claim of an already parsed message (`decode_claim` after the JSON step)."""
     try:
         return claim_from_envelope(data, share)
     except EnvelopeError as exc:

@@ -35,6 +35,24 @@ def raw_topic(app: faust.App, *names: str, partitions: int, **extra: Any) -> Top
     )
 
 
+def raw_table(app: faust.App, name: str, changelog: Topic, partitions: int) -> Any:
+    """A bytes -> bytes table over the given changelog topic.
+
+    key_type/value_type bytes make the table's own serializers raw: the store encodes and
+    decodes keys with them (a rocksdb store would otherwise parse keys as JSON).
+    """
+    return app.Table(
+        name,
+        schema=faust.Schema(
+            key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
+        ),
+        key_type=bytes,
+        value_type=bytes,
+        partitions=partitions,
+        changelog_topic=changelog,
+    )
+
+
 @dataclass(slots=True)
 class Pipeline:
     """The app with its topics and tables."""
@@ -127,9 +145,6 @@ def build_app(settings: WorkerSettings) -> Pipeline:
 
     claims = topic(names.claims)
     resolutions_topic = topic(names.resolutions, compacting=True)
-    raw: Any = faust.Schema(
-        key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw"
-    )
 
     def changelogged(name: str, changelog: Any = None) -> Any:
         """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
@@ -139,16 +154,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
                 compacting=True,
                 internal=True,
             )
-        # key_type/value_type bytes make the table's own serializers raw: the store encodes
-        # and decodes keys with them (a rocksdb store would otherwise parse keys as JSON)
-        return app.Table(
-            name,
-            schema=raw,
-            key_type=bytes,
-            value_type=bytes,
-            partitions=settings.partitions,
-            changelog_topic=changelog,
-        )
+        return raw_table(app, name, changelog, settings.partitions)
 
     facts = changelogged("facts")
     resolutions = changelogged("resolutions", resolutions_topic)

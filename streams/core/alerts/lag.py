@@ -64,9 +64,7 @@ class ReplicaLag:
         state.facts[key] = fact
         while len(state.facts) > MAX_FACTS:
             del state.facts[next(iter(state.facts))]
-        if observations is not None:
-            self._apply(state, rule, key, observations, state.clock)
-        return state, self._evaluate(state, rule, state.clock)
+        return self.take(state, key, observations, now_us)
 
     def advance(self, state: LagState, now_us: int) -> tuple[LagState, list[Alert]]:
         """Move the clock to `now_us`: judge silence and forget facts idle for too long."""

@@ -75,13 +75,22 @@ class AlertRuntime:
         return partition_for(field.encode(), self.partitions)
 
     def _known(self, partition: int) -> set[str]:
+        """The fields of a partition in the table, read in one scan after each (re)start.
+
+        The same scan drops the per-fact records an earlier version kept beside them (the
+        facts now live beside their own states).
+        """
         fields = self._fields.get(partition)
         if fields is None:
-            fields = {
-                k.decode()
-                for k in list(self.table)
-                if FACT_SEP not in k and self.home(k.decode()) == partition
-            }
+            fields = set()
+            for key in list(self.table):
+                field, legacy, _fact = key.partition(FACT_SEP)
+                if self.home(field.decode()) != partition:
+                    continue
+                if legacy:
+                    del self.table[key]
+                else:
+                    fields.add(field.decode())
             self._fields[partition] = fields
         return fields
 
@@ -108,9 +117,9 @@ class AlertRuntime:
     def _load(self, runner: AlertRunner, field: str) -> None:
         """Give the runner the field's stored state, unless it holds it already (or none).
 
-        An earlier version kept the facts the lag detector follows in the field's state, or
-        one per table key; they now live beside the facts' own states, so those are dropped
-        (the lag detector then meets each fact's owner value afresh).
+        An earlier version kept the facts the lag detector follows in the field's state (or
+        one per table key, see `_known`); they now live beside the facts' own states, so
+        they are dropped (the lag detector then meets each fact's owner value afresh).
         """
         if field in runner.spikes:
             return
@@ -123,9 +132,6 @@ class AlertRuntime:
             lag.facts = {}
         else:
             self._stored[field] = _bare(obj)
-        prefix = field.encode() + FACT_SEP
-        for key in [k for k in list(self.table) if k.startswith(prefix)]:
-            del self.table[key]
         runner.spikes[field], runner.lags[field] = spike, lag
 
     def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:

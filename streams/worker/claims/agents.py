@@ -77,14 +77,15 @@ def install_claims(
         _count(metrics, handled)
         metrics.latency.observe(time.perf_counter() - started)
 
-    drained = [time.monotonic()]
+    drained = time.monotonic()
 
     async def send_entries() -> None:
         # the decisions of the last second (or a full record's worth), summed up per field;
         # a crash may cost the detectors that second, as it may their state's last second
+        nonlocal drained
         now = time.monotonic()
-        if runtime.staged_full() or now - drained[0] >= ENTRIES_EVERY_S:
-            drained[0] = now
+        if runtime.staged_full() or now - drained >= ENTRIES_EVERY_S:
+            drained = now
             for out in runtime.drain():
                 await send(out)
 

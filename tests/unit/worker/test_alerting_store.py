@@ -117,10 +117,7 @@ def _state(runtime: AlertRuntime) -> tuple[SpikeState, LagState]:
 
 def test_the_live_edge_raises_what_the_replay_runner_raises(policy: CompiledPolicy) -> None:
     """Entries and ticks through the worker's edge give AlertRunner's alerts of decisions."""
-    recorded = Recorded(policy)
-    subjects = [f"invoice:e-{i}" for i in range(8)]
-    warm_up(recorded, subjects)
-    lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
+    recorded = lagging_replica(policy, "e")
     runtime = AlertRuntime(policy, 4, CountingTable())
     runner = AlertRunner(policy)
     made = Entries(policy)
@@ -152,10 +149,7 @@ def test_an_earlier_versions_decision_records_are_still_understood(
     policy: CompiledPolicy,
 ) -> None:
     """An alerts-input record holding one decision (as before entries) is detected on."""
-    recorded = Recorded(policy)
-    subjects = [f"invoice:o-{i}" for i in range(8)]
-    warm_up(recorded, subjects)
-    lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
+    recorded = lagging_replica(policy, "o")
     runtime = AlertRuntime(policy, 4, CountingTable())
     runner = AlertRunner(policy)
     live: list[dict[str, Any]] = []
@@ -170,6 +164,15 @@ def test_an_earlier_versions_decision_records_are_still_understood(
         replayed += runner.on_clock(end + n * 10 * SECOND)
     assert [] != replayed
     assert replayed == live
+
+
+def lagging_replica(policy: CompiledPolicy, tag: str) -> Recorded:
+    """Eight facts warmed up, then changed by the owner while the replica lags behind."""
+    recorded = Recorded(policy)
+    subjects = [f"invoice:{tag}-{i}" for i in range(8)]
+    warm_up(recorded, subjects)
+    lagging_changes(recorded, subjects, T0 + 400 * SECOND, "unpaid", "paid")
+    return recorded
 
 
 class Recorded:
