@@ -49,6 +49,12 @@ def replay(facts: int, per_fact: int) -> dict[str, object]:
     return replay_bench.run(path)
 
 
+def compiled() -> dict[str, object]:
+    """Issue 15: the core compiled with mypyc vs pure Python (resolve; the claims runtime)."""
+    path = write(Path(".cache/bench/claims-40000x5.jsonl"), 40_000, 5)
+    return _side("bench.compiled", str(path))
+
+
 def restart() -> dict[str, object]:
     """Issue 13: restart after SIGKILL with 100,000 live facts, rocksdb vs memory store."""
     return _side("bench.restart_bench")
@@ -58,9 +64,9 @@ def main() -> int:
     """Run the benchmarks named in CLAIMWATCH_BENCH (default: all) and write bench/out/."""
     facts = int(os.environ.get("CLAIMWATCH_BENCH_FACTS", "100000"))
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
-    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,pipeline,replay,text,argue,restart")
+    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,compiled,pipeline,replay,text,argue,restart")
     chosen = {name.strip() for name in wanted.split(",") if name.strip()}
-    unknown = chosen - {"core", "pipeline", "replay", "text", "argue", "restart"}
+    unknown = chosen - {"core", "compiled", "pipeline", "replay", "text", "argue", "restart"}
     if unknown:
         print(f"CLAIMWATCH_BENCH: unknown benchmark(s) {', '.join(sorted(unknown))}")
         return 2
@@ -69,6 +75,10 @@ def main() -> int:
     if "core" in chosen:
         print("core: claimwatch resolve vs the plain baseline, 200,000 claims ...", flush=True)
         results["core"] = figures = core()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "compiled" in chosen:
+        print("compiled: streams/core built with mypyc vs pure Python ...", flush=True)
+        results["compiled"] = figures = compiled()
         print(json.dumps(figures, indent=2), flush=True)
     if "pipeline" in chosen:
         print("pipeline: one worker vs an aiokafka passthrough on the broker ...", flush=True)

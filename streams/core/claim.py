@@ -58,7 +58,9 @@ class Claim:
     source: str
     observed_us: int | None
     time_error: str | None
-    status: object
+    #: the received status, checked later (typed Any: mypyc cannot compile a dataclass
+    #: field annotated `object` under postponed annotations)
+    status: Any
     envelope: Mapping[str, Any]
     arrival_error: str | None = None
     #: a break of the envelope's contract found when the claim was built (an optional key
