@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-Status = Literal["ok", "not_found", "forbidden", "unavailable", "error"]
-#: Statuses that are evidence about the fact; the others only say the tool failed.
-EVIDENCE_STATUSES = frozenset({"ok", "not_found"})
-STATUSES = frozenset({"ok", "not_found", "forbidden", "unavailable", "error"})
+from schemas.statuses import EVIDENCE_STATUSES, STATUSES, Status
+
+__all__ = ["EVIDENCE_STATUSES", "STATUSES", "ClaimEnvelope", "Status"]
 
 
 class ClaimEnvelope(BaseModel):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from schemas.claim import EVIDENCE_STATUSES
+from schemas.statuses import EVIDENCE_STATUSES
 from streams.core.limits import clip, describe, scan
 from streams.core.timeutil import TimestampError, parse_rfc3339
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from schemas.claim import EVIDENCE_STATUSES, STATUSES
 from schemas.durations import format_duration
+from schemas.statuses import EVIDENCE_STATUSES, STATUSES
 from streams.core.claim import Claim
 from streams.core.limits import clip, describe
 from streams.core.normalize import ABSENT, NormalizationError

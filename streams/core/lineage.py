@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from streams.core.entry import Entry, by_strength
+from streams.core.grouping import merge_near_duplicates
 from streams.core.normalize import Normalizer
-from streams.core.text.field import TextNormalizer
-from streams.core.text.grouping import merge_near_duplicates
 
 
 def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
@@ -14,7 +13,7 @@ def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
     The representative is the highest class, then the newest (ties by claim_id), so a newer
     claim from a cache never displaces its own owner's claim.
     """
-    if isinstance(normalizer, TextNormalizer):
+    if normalizer.groups_duplicates:
         merge_near_duplicates(fresh, normalizer.duplicate)  # near-duplicates are one lineage
     groups: dict[str, list[Entry]] = {}
     for entry in fresh:

@@ -19,6 +19,7 @@ class TextNormalizer(_StringNormalizer):
     passages agrees when no pair conflicts: passages that do not conflict are complementary.
     """
 
+    groups_duplicates = True
     #: Bound on the analyzed passages kept per field (a cache: results never depend on it).
     _MAX_PASSAGES: Final = 4096
 

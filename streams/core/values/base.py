@@ -102,11 +102,19 @@ class Normalizer(Protocol):
         """What a decision record shows as `canonical` (ABSENT -> None)."""
         ...
 
+    #: whether near-duplicate values count as one lineage (`duplicate` says which are)
+    groups_duplicates: bool
+
+    def duplicate(self, a: Hashable, b: Hashable) -> bool:
+        """Whether two canonical values are near-duplicates of each other."""
+        ...
+
 
 class _Base:
     """Shared behaviour: nulls, ABSENT, equality-based agreement, identity rendering."""
 
     field_type: FieldType = FieldType.JSON
+    groups_duplicates: bool = False
 
     def __init__(self, field: FieldPolicy) -> None:
         self.field_type = field.type
@@ -128,6 +136,9 @@ class _Base:
 
     def agree(self, a: Hashable, b: Hashable) -> bool:
         return a == b and type(a) is type(b)
+
+    def duplicate(self, a: Hashable, b: Hashable) -> bool:  # pragma: no cover - text only
+        return False
 
     def all_agree(self, values: Sequence[Hashable]) -> bool:
         if not values:

@@ -1,4 +1,4 @@
-"""Near-duplicate passages of a `text` field become one lineage: connected components."""
+"""Near-duplicate values (a `text` field's passages) become one lineage: connected components."""
 
 from __future__ import annotations
 
