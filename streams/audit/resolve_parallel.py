@@ -26,7 +26,7 @@ import orjson
 from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
-from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of
+from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of, keeps_limits
 
 #: Files smaller than this are resolved in one process (forking costs more than it saves).
 PARALLEL_FROM_BYTES: Final = 4 << 20
@@ -77,7 +77,7 @@ def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Cl
             yield raw
         else:
             try:
-                yield claim_of(data, share=False)
+                yield claim_of(data, share=False, within_limits=keeps_limits(raw))
             except DecodeError:
                 yield raw
 

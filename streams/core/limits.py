@@ -92,7 +92,8 @@ class Scan:
     number: str | None = None
 
 
-_CLEAN: Final = Scan()
+#: what `scan` finds in an envelope within every limit
+CLEAN: Final = Scan()
 
 
 def scan(envelope: Mapping[str, Any]) -> Scan:
@@ -142,7 +143,7 @@ def scan(envelope: Mapping[str, Any]) -> Scan:
                     number = f"{_at(where)}{problem}"
         else:
             return Scan(refused=f"{_at(where)}a {kind.__name__}, which is no JSON value")
-    return _CLEAN if number is None else Scan(number=number)
+    return CLEAN if number is None else Scan(number=number)
 
 
 def _at(where: str) -> str:

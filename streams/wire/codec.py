@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import re
+from typing import Any, Final, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
 from streams.core.claim import Claim, EnvelopeError, claim_from_envelope
+from streams.core.limits import MAX_NESTING
 
 #: Largest claim message accepted (bytes); larger ones go to the dead-letter topic.
 MAX_CLAIM_BYTES = 64 * 1024
@@ -15,6 +17,22 @@ MAX_CLAIM_BYTES = 64 * 1024
 
 class DecodeError(ValueError):
     """Bytes that are not a claim; the message is the reason."""
+
+
+#: 19 digits in a row: the fewest an integer beyond signed 64-bit is written with.
+_LONG_DIGITS: Final = re.compile(rb"[0-9]{19}")
+
+
+def keeps_limits(raw: bytes) -> bool:
+    """Whether orjson's reading of `raw` surely keeps the claim limits of streams.core.limits.
+
+    orjson itself refuses invalid UTF-8, lone surrogates and numbers beyond a double, and
+    makes only JSON types, so `scan` can find only two things in what it reads: nesting
+    deeper than MAX_NESTING, which takes more brackets than that, and an integer from 2**63
+    to 2**64 - 1, which takes 19 digits. Bytes with neither are spared the scan; any others
+    (digits in a string included) are scanned as before.
+    """
+    return raw.count(b"{") + raw.count(b"[") <= MAX_NESTING and _LONG_DIGITS.search(raw) is None
 
 
 def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
@@ -39,13 +57,16 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"not JSON: {exc}") from None
-    return claim_of(data, share)
+    return claim_of(data, share, isinstance(raw, bytes) and keeps_limits(raw))
 
 
-def claim_of(data: Any, share: bool = True) -> Claim:
-    """The claim of an already parsed message (`decode_claim` after the JSON step)."""
+def claim_of(data: Any, share: bool = True, within_limits: bool = False) -> Claim:
+    """The claim of an already parsed message (`decode_claim` after the JSON step).
+
+    `within_limits`: orjson read `data` from bytes for which `keeps_limits` holds.
+    """
     try:
-        return claim_from_envelope(data, share)
+        return claim_from_envelope(data, share, within_limits)
     except EnvelopeError as exc:
         raise DecodeError(str(exc)) from None
 
