@@ -77,7 +77,7 @@ def _read_line(
 ) -> None:
     if isinstance(raw, Claim):
         claim = raw
-    elif not raw.strip():
+    elif not raw or raw.isspace():  # a blank line (no copy made to find out)
         return
     else:
         try:

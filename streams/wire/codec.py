@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, TypeVar
 
 import orjson
@@ -19,8 +18,13 @@ class DecodeError(ValueError):
     """Bytes that are not a claim; the message is the reason."""
 
 
+#: Bytes mapped for `keeps_limits`: a digit to b"0", an opening bracket to b"{", any other
+#: byte to a space (one C pass, then a count and a substring search).
+_DIGITS_AND_OPENINGS: Final = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x7B if b in (0x5B, 0x7B) else 0x20 for b in range(256)
+)
 #: 19 digits in a row: the fewest an integer beyond signed 64-bit is written with.
-_LONG_DIGITS: Final = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS: Final = b"0" * 19
 
 
 def keeps_limits(raw: bytes) -> bool:
@@ -32,7 +36,8 @@ def keeps_limits(raw: bytes) -> bool:
     to 2**64 - 1, which takes 19 digits. Bytes with neither are spared the scan; any others
     (digits in a string included) are scanned as before.
     """
-    return raw.count(b"{") + raw.count(b"[") <= MAX_NESTING and _LONG_DIGITS.search(raw) is None
+    mapped = raw.translate(_DIGITS_AND_OPENINGS)
+    return mapped.count(b"{") <= MAX_NESTING and _LONG_DIGITS not in mapped
 
 
 def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
@@ -51,7 +56,7 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
     size = len(raw.encode("utf-8", "surrogatepass")) if isinstance(raw, str) else len(raw)
     if size > MAX_CLAIM_BYTES:
         raise DecodeError(f"message of {size} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
-    if not raw.strip():
+    if not raw or raw.isspace():
         raise DecodeError("empty value: a claim is a JSON object")
     try:
         data = orjson.loads(raw)
