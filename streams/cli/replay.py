@@ -17,6 +17,8 @@ from rich.table import Table
 
 from streams.audit.diff import Diff, compared_part
 from streams.audit.replay import Replayed, Replayer, read_range, topic_range
+from streams.audit.replay_parallel import jobs_for, replay_shared
+from streams.audit.resolve_parallel import wants_parallel
 from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
@@ -43,6 +45,8 @@ class ReplayRequest:
     checkpoint: Path | None = None
     live_prefix: str = "claimwatch."
     alerts: Path | None = None
+    #: processes a file replay may share its partitions among (see replay_parallel)
+    jobs: int = 1
 
 
 def _progress(total: int, what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -85,6 +89,15 @@ class Outputs:
         self.sink.write(body + b"\n")
         self.seen(record, body)
 
+    def decided_body(self, body: bytes) -> None:
+        """A decision made in another process, as its JSON: parsed only if it is kept."""
+        if self.last is None and self.kept is None:
+            self.sink.write(body + b"\n")
+            if self.spool is not None:
+                self.spool.write(body + b"\n")
+        else:
+            self.decided(orjson.loads(body), body)
+
     def seen(self, record: dict[str, Any], body: bytes) -> None:
         """A decision made (now, or by the run a checkpoint resumes): kept as far as asked."""
         if self.last is not None:
@@ -103,8 +116,15 @@ class Outputs:
 
 
 def replay_file(req: ReplayRequest, outputs: Outputs) -> Replayed:
-    """Replay a JSON-lines file, writing decisions as they are made."""
+    """Replay a JSON-lines file, writing decisions as they are made.
+
+    A large file and `req.jobs` > 1: its partitions are shared out among processes, and
+    the decisions come out in the same order (streams/audit/replay_parallel.py).
+    """
     assert req.input is not None
+    jobs = jobs_for(req.jobs, req.partitions)
+    if wants_parallel(str(req.input), jobs):
+        return replay_shared(req.input, req.policy, req.partitions, jobs, outputs.decided_body)
     replayer = Replayer(req.policy, req.partitions, keep=False)
     replayer.on_decision = outputs.decided
     advance, stop = _progress(req.input.stat().st_size, str(req.input))

@@ -270,9 +270,13 @@ class Runtime:
             proc.clock_us = min(stamp, now) - self.lateness_us
             self._store_clock(proc, None, force=True)
 
+    def held(self) -> list[int]:
+        """The partitions this runtime keeps a processor for, in order."""
+        return sorted(self._processors)
+
     def flush_in(self, most: int) -> Iterator[ClaimsHandled]:
         """End of input: close the open windows of every partition, in partition order."""
-        for partition in sorted(self._processors):
+        for partition in self.held():
             yield from self.flush_partition_in(partition, most)
 
     def flush_partition_in(self, partition: int, most: int) -> Iterator[ClaimsHandled]:
