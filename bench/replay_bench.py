@@ -115,6 +115,11 @@ def side(mode: str, target: str, claims: int) -> dict[str, Any]:
         "seconds": round(seconds, 3),
         "claims_per_s": round(claims / seconds),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # the largest process it forked (resolve and replay share a big file out: each of
+        # their processes holds its own share of the facts)
+        "children_peak_rss_mib": round(
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
+        ),
     }
 
 
