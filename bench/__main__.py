@@ -66,7 +66,8 @@ def main() -> int:
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
     wanted = os.environ.get("CLAIMWATCH_BENCH", "core,compiled,pipeline,replay,text,argue,restart")
     chosen = {name.strip() for name in wanted.split(",") if name.strip()}
-    unknown = chosen - {"core", "compiled", "pipeline", "replay", "text", "argue", "restart"}
+    known = {"core", "compiled", "pipeline", "replay", "text", "argue", "restart", "loop"}
+    unknown = chosen - known
     if unknown:
         print(f"CLAIMWATCH_BENCH: unknown benchmark(s) {', '.join(sorted(unknown))}")
         return 2
@@ -99,6 +100,10 @@ def main() -> int:
 
         print("argue: grounded and preferred extensions vs the reference ...", flush=True)
         results["argue"] = figures = argue_bench.run()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "loop" in chosen:  # not in the default set: it needs uvloop installed
+        print("loop: the worker on the asyncio loop vs uvloop, in turns ...", flush=True)
+        results["loop"] = figures = _side("bench.loop_ab")
         print(json.dumps(figures, indent=2), flush=True)
     if "restart" in chosen:
         print("restart: SIGKILL and restart with 100,000 live facts, both stores ...", flush=True)
