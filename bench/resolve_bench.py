@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import NOW, POLICY
-from streams.audit.resolve_parallel import default_jobs
+from streams.audit.shares import default_jobs
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 #: The README's policy; the benchmark's own adds a quantity field, which loads pint (its

@@ -13,7 +13,7 @@ from typing import Any, Final
 from aiokafka import TopicPartition
 
 from streams.audit.resolve_file import LineError, internal_error
-from streams.core.claim import fact_key
+from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.signing import BAD_SIGNATURE
 from streams.wire.codec import DecodeError, decode_claim
@@ -74,30 +74,38 @@ class Replayer:
             if self.on_decision is not None:
                 self.on_decision(decided.record, body)
 
-    def feed_line(self, raw: bytes, source: str, number: int) -> None:
+    def feed_line(
+        self, raw: bytes, source: str, number: int, decoded: tuple[Claim, int] | None = None
+    ) -> None:
         """One JSON line of a claims file; its claims alone drive the clock (no ticks).
 
         A file has no tick records and no record timestamps, so each claim's own
         `observed_at` stands for its arrival (see Runtime.handle_claim). Without that, a quiet
         gap longer than `clock_skew` would leave every later claim "ahead of the clock".
+        `decoded`: the line's claim and home partition, when the caller has them already.
         """
         self.result.records += 1
         try:
-            error = self._line(raw, source, number)
+            error = self._line(raw, source, number, decoded)
         except Exception as exc:  # one guard per line: a bug costs this line, not the file
             error = LineError(source, number, "claim", internal_error(exc))
         if error is not None:
             self.result.errors.append(error)
 
-    def _line(self, raw: bytes, source: str, number: int) -> LineError | None:
+    def _line(
+        self, raw: bytes, source: str, number: int, decoded: tuple[Claim, int] | None
+    ) -> LineError | None:
         """Replay one line; its error when its claim was neither decided nor a redelivery."""
-        if not raw.strip():
+        if decoded is not None:
+            claim, home = decoded
+        elif not raw.strip():
             return None
-        try:
-            claim = decode_claim(raw)
-        except DecodeError as exc:
-            return LineError(source, number, "claim", str(exc))
-        home = partition_for(claim.fact_key.encode(), self.partitions)
+        else:
+            try:
+                claim = decode_claim(raw)
+            except DecodeError as exc:
+                return LineError(source, number, "claim", str(exc))
+            home = partition_for(claim.fact_key.encode(), self.partitions)
         handled = self.runtime.handle_claim(home, number, claim, raw, arrival_us=claim.observed_us)
         self._collect(handled)
         if _TAKEN.intersection(handled.events):

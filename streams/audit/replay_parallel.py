@@ -4,7 +4,8 @@ A file replay runs one partition clock per partition, and nothing in one partiti
 another's state, so each partition is replayed whole by one process. Every process reads
 the whole file and feeds the lines whose fact's home partition it owns (partition mod the
 processes); a line that names no fact goes to the first. So each line is fed to exactly one
-replayer, as the one-process replay feeds it. Each process writes its decisions to a file
+replayer, as the one-process replay feeds it (a claim it decodes while finding its home is
+handed on decoded, not parsed again). Each process writes its decisions to a file
 of its own, every one tagged with where the one-process replay makes it: the input line it
 was made on and its place among that line's decisions, or, for the windows closed at the
 end of the input, its partition and its place there. The parent merges the files by tag,
@@ -14,20 +15,19 @@ the same. Processes are forked (the compiled policy is inherited, not sent).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
-import multiprocessing
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-import orjson
-
 from streams.audit.replay import Replayed, Replayer
 from streams.audit.resolve_file import LineError
+from streams.audit.shares import JOB, forked, named_fact
+from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
-from streams.wire.codec import MAX_CLAIM_BYTES
+from streams.wire.codec import DecodeError, claim_of, keeps_limits
 from streams.wire.topics import partition_for
 
 #: Width of each number in a tag: tags compare as text in the order of their numbers.
@@ -47,22 +47,11 @@ class Part:
 
 def home_of(raw: bytes, partitions: int) -> int:
     """The home partition of a line's fact, or 0 when the line names no fact."""
-    if len(raw) > MAX_CLAIM_BYTES:
-        return 0
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return 0
-    if not isinstance(data, dict):
-        return 0
-    subject, field = data.get("subject"), data.get("field")
-    if not isinstance(subject, str) or not isinstance(field, str):
-        return 0
-    try:
-        key = f"{subject}|{field}".encode()
-    except UnicodeEncodeError:  # orjson reads no lone surrogate; kept for safety
-        return 0
-    return partition_for(key, partitions)
+    return _home(named_fact(raw), partitions)
+
+
+def _home(named: tuple[bytes, Any] | None, partitions: int) -> int:
+    return 0 if named is None else partition_for(named[0], partitions)
 
 
 def jobs_for(jobs: int, partitions: int) -> int:
@@ -72,10 +61,6 @@ def jobs_for(jobs: int, partitions: int) -> int:
 
 def _tag(phase: bytes, first: int, second: int) -> bytes:
     return b"%s%0*d%0*d" % (phase, _WIDTH, first, _WIDTH, second)
-
-
-#: What the forked processes inherit (set by `replay_shared` just before it forks).
-_JOB: dict[str, Any] = {}
 
 
 def replay_shared(
@@ -89,14 +74,8 @@ def replay_shared(
 
     Returns the refused lines (sorted by line) and the records read; no decisions are held.
     """
-    with tempfile.TemporaryDirectory(prefix="claimwatch-replay-") as work:
-        _JOB.update(path=str(path), policy=policy, partitions=partitions, jobs=jobs, work=work)
-        try:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(jobs) as pool:
-                parts = pool.map(_part, range(jobs))
-        finally:
-            _JOB.clear()
+    job = {"path": str(path), "policy": policy, "partitions": partitions, "jobs": jobs}
+    with forked(_part, jobs, "claimwatch-replay-", **job) as parts:
         for body in _merged(parts):
             decided(body)
     result = Replayed(records=sum(part.records for part in parts))
@@ -122,18 +101,20 @@ class _TaggedSink:
 
 def _part(index: int) -> Part:
     """One process's partitions replayed; its decisions written, tagged, to a file."""
-    jobs: int = _JOB["jobs"]
-    partitions: int = _JOB["partitions"]
-    name: str = _JOB["path"]
-    replayer = Replayer(_JOB["policy"], partitions, keep=False)
-    output = str(Path(_JOB["work"]) / f"part-{index}.jsonl")
+    jobs: int = JOB["jobs"]
+    partitions: int = JOB["partitions"]
+    name: str = JOB["path"]
+    replayer = Replayer(JOB["policy"], partitions, keep=False)
+    output = str(Path(JOB["work"]) / f"part-{index}.jsonl")
     with open(output, "wb") as sink, open(name, "rb") as handle:
         tagged = _TaggedSink(sink)
         replayer.on_decision = tagged.write
         for number, raw in enumerate(handle, start=1):
-            if home_of(raw, partitions) % jobs == index:
+            named = named_fact(raw)
+            home = _home(named, partitions)
+            if home % jobs == index:
                 tagged.at(_ON_LINE, number)
-                replayer.feed_line(raw, name, number)
+                replayer.feed_line(raw, name, number, _decoded(raw, named, home))
         for partition in replayer.runtime.held():
             tagged.at(_AT_END, partition)
             replayer.finish_partition(partition)
@@ -141,13 +122,24 @@ def _part(index: int) -> Part:
     return Part(output, result.errors, result.records)
 
 
+def _decoded(raw: bytes, named: tuple[bytes, Any] | None, home: int) -> tuple[Claim, int] | None:
+    """The line's claim and home, from the JSON already parsed.
+
+    None when the line names no fact or is no claim: the replayer then decodes it itself
+    and reports why.
+    """
+    if named is None:
+        return None
+    try:
+        return claim_of(named[1], within_limits=keeps_limits(raw)), home
+    except DecodeError:
+        return None
+
+
 def _merged(parts: list[Part]) -> Iterator[bytes]:
     """Every part's decisions in tag order, tags cut off (each part is in tag order)."""
-    handles: list[IO[bytes]] = [open(part.output, "rb") for part in parts]  # noqa: SIM115
-    try:
-        cut = 1 + 2 * _WIDTH
+    cut = 1 + 2 * _WIDTH
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(open(part.output, "rb")) for part in parts]
         for line in heapq.merge(*handles):
             yield line[cut:-1]
-    finally:
-        for handle in handles:
-            handle.close()

@@ -11,25 +11,19 @@ the one-process output. Processes are forked (the compiled policy is inherited, 
 
 from __future__ import annotations
 
+import contextlib
 import heapq
-import multiprocessing
-import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
-
-import orjson
+from typing import IO, Any
 
 from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
+from streams.audit.shares import JOB, forked, named_fact
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
-from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of, keeps_limits
-
-#: Files smaller than this are resolved in one process (forking costs more than it saves).
-PARALLEL_FROM_BYTES: Final = 4 << 20
+from streams.wire.codec import DecodeError, claim_of, keeps_limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,24 +37,11 @@ class Part:
 
 def owner_of(raw: bytes, parts: int) -> int:
     """Which of `parts` processes reads a line: by its fact's hash, or 0 if it names none."""
-    return _owned(raw, parts)[0]
+    return _owner(named_fact(raw), parts)
 
 
-def _owned(raw: bytes, parts: int) -> tuple[int, Any]:
-    """The owner of a line, and its parsed envelope when it names a fact (else None)."""
-    if len(raw) > MAX_CLAIM_BYTES:
-        return 0, None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return 0, None
-    if not isinstance(data, dict):
-        return 0, None
-    subject, field = data.get("subject"), data.get("field")
-    if not isinstance(subject, str) or not isinstance(field, str):
-        return 0, None
-    key = f"{subject}\x1f{field}".encode("utf-8", "surrogatepass")
-    return zlib.crc32(key) % parts, data
+def _owner(named: tuple[bytes, Any] | None, parts: int) -> int:
+    return 0 if named is None else zlib.crc32(named[0]) % parts
 
 
 def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Claim]:
@@ -70,65 +51,40 @@ def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Cl
     for `read_claims` to report as the one-process path does.
     """
     for raw in handle:
-        owner, data = _owned(raw, parts)
-        if owner != index:
+        named = named_fact(raw)
+        if _owner(named, parts) != index:
             yield b""
-        elif data is None:
+        elif named is None:
             yield raw
         else:
             try:
-                yield claim_of(data, share=False, within_limits=keeps_limits(raw))
+                yield claim_of(named[1], share=False, within_limits=keeps_limits(raw))
             except DecodeError:
                 yield raw
-
-
-def default_jobs() -> int:
-    """The processes `--jobs` defaults to: the cores this process may run on (at most 4)."""
-    return max(1, min(4, len(os.sched_getaffinity(0))))
-
-
-def wants_parallel(path: str, jobs: int) -> bool:
-    """Whether a file is worth sharing out: a regular file, big enough, more than one job."""
-    if jobs <= 1 or path == "-":
-        return False
-    try:
-        return os.stat(path).st_size >= PARALLEL_FROM_BYTES
-    except OSError:
-        return False
-
-
-#: What the forked processes inherit (set by `resolve_shared` just before it forks).
-_JOB: dict[str, Any] = {}
 
 
 def resolve_shared(
     path: str, name: str, policy: CompiledPolicy, now_us: int, jobs: int, out: IO[bytes]
 ) -> list[LineError]:
     """Resolve `path` in `jobs` processes; write the decisions to `out`, return the errors."""
-    with tempfile.TemporaryDirectory(prefix="claimwatch-resolve-") as work:
-        _JOB.update(path=path, name=name, policy=policy, now_us=now_us, jobs=jobs, work=work)
-        try:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(jobs) as pool:
-                parts = pool.map(_part, range(jobs))
-        finally:
-            _JOB.clear()
+    job = {"path": path, "name": name, "policy": policy, "now_us": now_us, "jobs": jobs}
+    with forked(_part, jobs, "claimwatch-resolve-", **job) as parts:
         for line in _merged(parts):
             out.write(line)
-        errors = [e for part in parts for e in part.errors]
+    errors = [e for part in parts for e in part.errors]
     errors.sort(key=lambda e: (e.source, e.line))
     return errors
 
 
 def _part(index: int) -> Part:
     """One process's share: its lines read and decided, its decisions written to a file."""
-    jobs: int = _JOB["jobs"]
-    with open(_JOB["path"], "rb") as handle:
-        batch = read_claims(_own_lines(handle, index, jobs), _JOB["name"], _JOB["policy"])
-    output = str(Path(_JOB["work"]) / f"part-{index}.jsonl")
+    jobs: int = JOB["jobs"]
+    with open(JOB["path"], "rb") as handle:
+        batch = read_claims(_own_lines(handle, index, jobs), JOB["name"], JOB["policy"])
+    output = str(Path(JOB["work"]) / f"part-{index}.jsonl")
     keys: list[tuple[str, str]] = []
     with open(output, "wb") as sink:
-        for key, line in resolve_keyed(batch, _JOB["policy"], _JOB["now_us"]):
+        for key, line in resolve_keyed(batch, JOB["policy"], JOB["now_us"]):
             sink.write(line)
             keys.append(key)
     return Part(output, keys, batch.errors)
@@ -136,13 +92,10 @@ def _part(index: int) -> Part:
 
 def _merged(parts: Iterable[Part]) -> Iterator[bytes]:
     """The parts' lines in fact order (each part is sorted, and no fact is in two)."""
-    handles = [open(part.output, "rb") for part in parts]  # noqa: SIM115 - closed below
-    try:
+    with contextlib.ExitStack() as stack:
         streams = [
-            zip(part.keys, handle, strict=True) for part, handle in zip(parts, handles, strict=True)
+            zip(part.keys, stack.enter_context(open(part.output, "rb")), strict=True)
+            for part in parts
         ]
         for _key, line in heapq.merge(*streams, key=lambda kv: kv[0]):
             yield line
-    finally:
-        for handle in handles:
-            handle.close()

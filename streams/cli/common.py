@@ -20,6 +20,16 @@ PolicyOption = Annotated[Path, typer.Option("--policy", "-p", help="policy YAML 
 MaxPolicyBytesOption = Annotated[
     int, typer.Option("--max-policy-bytes", min=1, help="refuse a larger policy file (bytes)")
 ]
+#: `resolve` and `replay`: processes a large file is shared out among (None: the default)
+JobsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="processes sharing out a file of 4 MiB or more (default: the cores, at most 4)",
+    ),
+]
 BootstrapOption = Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")]
 PrefixOption = Annotated[str | None, typer.Option(help="prefix of every topic name")]
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from streams.audit.diff import Diff, compared_part
 from streams.audit.replay import Replayed, Replayer, read_range, topic_range
 from streams.audit.replay_parallel import jobs_for, replay_shared
-from streams.audit.resolve_parallel import wants_parallel
+from streams.audit.shares import wants_parallel
 from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy

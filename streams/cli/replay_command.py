@@ -14,8 +14,8 @@ from rich.console import Console
 
 from streams.audit.diff import NEEDS as DIFF_NEEDS
 from streams.audit.diff import diff
-from streams.audit.resolve_parallel import default_jobs
-from streams.cli.common import fail
+from streams.audit.shares import default_jobs
+from streams.cli.common import JobsOption, fail
 from streams.cli.replay import (
     Outputs,
     ReplayRequest,
@@ -58,15 +58,7 @@ def replay(
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
     topic_prefix: Annotated[str | None, typer.Option(help="prefix of the live topics")] = None,
     partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="processes for a file replay of 4 MiB or more (default: the cores, at most 4)",
-        ),
-    ] = None,
+    jobs: JobsOption = None,
     out: Annotated[str, typer.Option("--out", help="decisions JSON lines: FILE or -")] = "-",
     to_topic: Annotated[str | None, typer.Option(help="also send decisions to this topic")] = None,
     alerts: Annotated[

@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from streams.audit.resolve_file import read_claims, resolve_lines
-from streams.audit.resolve_parallel import default_jobs, resolve_shared, wants_parallel
+from streams.audit.resolve_parallel import resolve_shared
+from streams.audit.shares import default_jobs, wants_parallel
 from streams.cli.common import (
+    JobsOption,
     MaxPolicyBytesOption,
     PolicyOption,
     now_or_fail,
@@ -26,15 +28,7 @@ def resolve(
         str | None, typer.Option(help="RFC 3339 clock time of the observation (default: now)")
     ] = None,
     max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="processes sharing out a large file's facts (default: the cores, at most 4)",
-        ),
-    ] = None,
+    jobs: JobsOption = None,
 ) -> None:
     """Resolve JSON-lines claims: one decision per fact, sorted by (subject, field)."""
     compiled = policy_or_fail(policy, max_policy_bytes)

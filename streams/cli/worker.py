@@ -13,7 +13,7 @@ from streams.cli.common import (
     policy_or_fail,
 )
 from streams.policy.source import MAX_POLICY_BYTES
-from streams.worker.settings import WorkerSettings
+from streams.worker.settings import DEFAULT_STORE, WorkerSettings
 
 
 def worker(
@@ -22,7 +22,9 @@ def worker(
     topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
     web_port: Annotated[int, typer.Option(help="HTTP port (/metrics, /health, /facts)")] = 6066,
     partitions: Annotated[int, typer.Option(help="partitions of the claims topic")] = 4,
-    store: Annotated[str, typer.Option(help="table store: rocksdb:// or memory://")] = "rocksdb://",
+    store: Annotated[
+        str, typer.Option(help="table store: rocksdb:// or memory://")
+    ] = DEFAULT_STORE,
     data_dir: Annotated[Path, typer.Option(help="where the table store lives")] = Path(
         ".cache/worker"
     ),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from streams.audit.replay import Replayer
 from streams.audit.replay_parallel import home_of, jobs_for, replay_shared
-from streams.audit.resolve_parallel import PARALLEL_FROM_BYTES
+from streams.audit.shares import PARALLEL_FROM_BYTES
 from streams.core.policy import CompiledPolicy
 from streams.policy.loading import parse_policy
 from streams.wire.codec import DecodeError, decode_claim

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.audit.resolve_file import read_claims, resolve_lines
-from streams.audit.resolve_parallel import PARALLEL_FROM_BYTES, owner_of, resolve_shared
+from streams.audit.resolve_parallel import owner_of, resolve_shared
+from streams.audit.shares import PARALLEL_FROM_BYTES
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from streams.core.claim import Claim
 from streams.core.limits import MAX_NESTING
 from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of, decode_claim, keeps_limits
+from tests.support.claims import envelope
 from tests.support.hostile import hostile_corpus
 
 
@@ -35,14 +36,7 @@ def _decoded(raw: bytes) -> Claim | str:
 
 
 def _claim_bytes(value: Any, key: str = "value") -> bytes:
-    body: dict[str, Any] = {
-        "claim_id": "c-1",
-        "subject": "invoice:1",
-        "field": "balance",
-        "source": "billing-api",
-        "observed_at": "2026-09-14T09:00:00Z",
-        "status": "ok",
-    }
+    body = envelope("c-1", "billing-api", subject="invoice:1", field="balance")
     body[key] = value
     return json.dumps(body).encode()  # Python writes integers of any size
 
