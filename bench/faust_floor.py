@@ -8,9 +8,11 @@ Faust worker can spend. `python -m bench.faust_floor SPEC` (SPEC as the passthro
 It takes events in batches as the worker does; FLOOR_MODE=events makes it take them one by
 one (`stream.events()`), to see what batching saves.
 
-With `"tables": true` in SPEC the outputs the worker writes through Faust tables (the facts
+With `"tables": true` in SPEC the outputs the worker writes through tables (the facts
 changelog and the resolutions topic, its table's changelog) go through Faust tables here
-too, on the worker's default store: the floor of a Faust worker that keeps state.
+too, on the worker's default store: the floor of a Faust worker that keeps state. With
+`"tables": "direct"` they are written as the worker writes them (`DirectTable`: the store,
+then one send per change, its offset persisted on delivery).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import faust
 
 from streams.wire.kafka import env_bootstrap
 from streams.worker.app import raw_table, raw_topic
+from streams.worker.changelog import Delivery, DirectTable
 from streams.worker.faust_kit import batched_events
 from streams.worker.settings import DEFAULT_STORE
 from streams.worker.store import register, store_url
@@ -40,6 +43,7 @@ def build(spec: dict[str, Any]) -> faust.App:
     """The Faust app of the floor: one agent over the input topic."""
     register()
     tabled = bool(spec.get("tables"))
+    direct = spec.get("tables") == "direct"
     app = faust.App(
         spec["group"],
         broker=f"kafka://{env_bootstrap()}",
@@ -61,7 +65,15 @@ def build(spec: dict[str, Any]) -> faust.App:
         value_serializer="raw",
     )
     plan = [(topic, float(rate), int(size)) for topic, rate, size in spec["outputs"]]
-    tables = {topic: _table(app, topic) for topic, _, _ in plan if tabled and _stateful(topic)}
+    tables = {
+        topic: DirectTable(_table(app, topic), direct=direct)
+        for topic, _, _ in plan
+        if tabled and _stateful(topic)
+    }
+
+    async def send_change(topic: str, key: bytes, value: bytes | None, part: int) -> Delivery:
+        return await app.producer.send(topic, key, value, part, None, None)
+
     ready = Path(spec["ready"])
 
     @app.agent(source, concurrency=1)
@@ -80,6 +92,7 @@ def build(spec: dict[str, Any]) -> faust.App:
                     table = tables.get(topic)
                     if table is not None:
                         table[message.key] = body
+                        await table.send_changes(send_change, _untracked)
                     else:
                         await app.producer.send(
                             topic, message.key, body, message.partition, None, None
@@ -87,6 +100,10 @@ def build(spec: dict[str, Any]) -> faust.App:
             seen += 1
 
     return app
+
+
+async def _untracked(delivery: Delivery) -> None:
+    """The floor keeps no bound on records in flight (the passthroughs do not either)."""
 
 
 def _stateful(topic: str) -> bool:

@@ -324,6 +324,16 @@ async def throughput(run: Run) -> dict[str, Any]:
     ft = run.spawn(faust_floor_child(tabled_spec, run.work))
     tabled = await committed_rate(tabled_spec["group"], names.claims, ends, ft)
     ft.stop()
+    note("starting the Faust floor with tables written directly (store, then one send)")
+    direct_spec = {
+        **spec,
+        "group": f"{run.prefix}fd",
+        "ready": str(run.work / "fd.ready"),
+        "tables": "direct",
+    }
+    fd = run.spawn(faust_floor_child(direct_spec, run.work))
+    direct = await committed_rate(direct_spec["group"], names.claims, ends, fd)
+    fd.stop()
     return {
         "worker": {**measured, "peak_rss_mib": peak},
         "passthrough": {
@@ -336,6 +346,8 @@ async def throughput(run: Run) -> dict[str, Any]:
         "ratio_to_floor": _ratio(measured["claims_per_s"], floor["claims_per_s"]),
         "faust_floor_tables": tabled,
         "ratio_to_floor_tables": _ratio(measured["claims_per_s"], tabled["claims_per_s"]),
+        "faust_floor_direct_tables": direct,
+        "ratio_to_floor_direct_tables": _ratio(measured["claims_per_s"], direct["claims_per_s"]),
         "fan_out": fan_out,
     }
 

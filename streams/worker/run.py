@@ -18,6 +18,7 @@ from streams.wire.topics import TopicNames, ensure_topics
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
 from streams.worker.app import Pipeline, build_app
+from streams.worker.changelog import DirectTable
 from streams.worker.claims.agents import install_claims
 from streams.worker.claims.edge import Runtime
 from streams.worker.claims.facts import TableFacts
@@ -82,12 +83,13 @@ def wire(settings: WorkerSettings) -> Wired:
     policy = load_policy(settings.policy_path, max_bytes=settings.max_policy_bytes)
     names = TopicNames(settings.prefix)
     pipe = build_app(settings)
+    facts = DirectTable(pipe.facts, direct=not pipe.app.in_transaction)
     runtime = Runtime(
         policy,
         names,
         settings.partitions,
-        pipe.facts,
-        TableFacts(pipe.facts, items_of=partition_scan(pipe.facts)),
+        facts,
+        TableFacts(facts, items_of=partition_scan(pipe.facts)),
         lateness_us=int(settings.lateness_s * 1_000_000),
         wall_clock_us=lambda: int(time.time() * 1_000_000),
     )
@@ -114,7 +116,7 @@ def wire(settings: WorkerSettings) -> Wired:
 
     supervise = supervisor(metrics, budget, too_many_crashes)
     on_decision = install_plans(pipe, plans_edge(pipe), metrics, supervise)
-    install_claims(pipe, runtime, metrics, supervise, on_decision)
+    install_claims(pipe, runtime, facts, metrics, supervise, on_decision)
     install_alerts(pipe, alerting, metrics, supervise)
     install_verdicts(pipe, edge, metrics, supervise)
     install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)

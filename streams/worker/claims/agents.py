@@ -11,6 +11,7 @@ from streams.core.claim import fact_key
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
+from streams.worker.changelog import Delivery, DirectTable
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.edge import Outgoing, Record, RecordGuard
 from streams.worker.faust_kit import (
@@ -34,19 +35,33 @@ OnDecision = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 def install_claims(
     pipe: Pipeline,
     runtime: Runtime,
+    facts: DirectTable,
     metrics: Metrics,
     supervise: Supervise,
     on_decision: OnDecision | None = None,
 ) -> None:
     """Register the claims agent, the tick timer of the claims partitions and the fact page.
 
-    `on_decision` is given each decision made (fact key, record) after it is sent, for
-    processors that live on the fact's partition (plan blocking). Every record
-    is handled inside the shared per-record guard; `supervise` counts agent crashes.
+    `facts` is the fact table the runtime writes (`runtime.table`); its changelog records,
+    and those of the resolutions table, are sent before each input record is done (see
+    `streams.worker.changelog`). `on_decision` is given each decision made (fact key,
+    record) after it is sent, for processors that live on the fact's partition (plan
+    blocking). Every record is handled inside the shared per-record guard; `supervise`
+    counts agent crashes.
     """
     app = pipe.app
     topics = topics_of(pipe)
     in_flight = InFlight()
+    resolutions = DirectTable(pipe.resolutions, direct=facts.direct)
+    changelogs = (facts, resolutions)
+
+    async def send_change(topic: str, key: bytes, value: bytes | None, part: int) -> Delivery:
+        return await app.producer.send(topic, key, value, part, None, None)
+
+    async def send_changes() -> None:
+        for table in changelogs:
+            if table.pending():
+                await table.send_changes(send_change, in_flight.admit)
 
     async def send(out: Outgoing) -> None:
         # at-least-once: straight to the producer, which Faust flushes before it commits
@@ -64,11 +79,15 @@ def install_claims(
 
     async def decide_one(record: Record) -> None:
         started = time.perf_counter()
-        handled = runtime.handle(
-            record.partition, record.offset, record.key, record.value, record.timestamp_us
-        )
-        for key, body in handled.resolutions:
-            pipe.resolutions[key] = body
+        try:
+            handled = runtime.handle(
+                record.partition, record.offset, record.key, record.value, record.timestamp_us
+            )
+            for key, body in handled.resolutions:
+                resolutions[key] = body
+        finally:
+            # what reached the store reaches the changelog, even from a record that failed
+            await send_changes()
         for out in handled.sends:
             await send(out)
         if on_decision is not None:

@@ -1,0 +1,111 @@
+"""Table writes straight to the store, their changelog records sent by the agent itself.
+
+Faust writes a table's changelog through a per-record buffer (`Table.__setitem__` →
+`send_soon` → `ProducerBuffer` → a task that publishes): measured in `make bench`, a Faust
+passthrough that writes two outputs through tables runs at a third of one that writes
+them directly (`faust_floor_tables` vs `faust_floor_direct_tables`). `DirectTable` keeps
+what makes the buffer safe and drops the rest:
+
+- the store is written at once, as Faust does (reads see the new value);
+- the change is queued, and `send_changes` hands it to the producer before the agent
+  is done with the input record, so Faust's commit, which flushes the producer first,
+  never commits an input offset whose state is not in the changelog;
+- when the broker acknowledges a change, its offset is recorded in the store
+  (`set_persisted_offset`), as Faust's own delivery callback does, so a restart with its
+  local state reads only the changelog records after it;
+- every change of one table goes by one path, in the order made: a write queued here is
+  never overtaken by an older one still in Faust's buffer. Under exactly-once
+  (`in_transaction`) the writes go through Faust's table, whose records join the
+  partition's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any
+
+from faust import current_event
+
+#: Hands one changelog record to the producer: (topic, key, value, partition) -> delivery.
+Send = Callable[[str, bytes, bytes | None, int], Awaitable["Delivery"]]
+Delivery = Any
+
+
+class DirectTable(MutableMapping[bytes, bytes]):
+    """A Faust bytes table written through its store; its changelog sent by `send_changes`."""
+
+    def __init__(
+        self, table: Any, *, direct: bool, partition_of: Callable[[], int] | None = None
+    ) -> None:
+        self.table = table
+        #: False: every write goes through Faust's table (exactly-once transactions)
+        self.direct = direct
+        #: the partition a write belongs to (default: the record being processed's)
+        self._partition_of = partition_of or current_partition
+        self._changes: list[tuple[bytes, bytes | None, int]] = []
+
+    @property
+    def topic(self) -> str:
+        """The changelog topic's name."""
+        return str(self.table.changelog_topic.get_topic_name())
+
+    def __getitem__(self, key: bytes) -> bytes:
+        value: bytes = self.table.data[key]
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.table.data
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.table.data)
+
+    def __len__(self) -> int:
+        return len(self.table.data)
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        if not self.direct:
+            self.table[key] = value
+            return
+        partition = self._partition_of()
+        self.table.data[key] = value
+        self._changes.append((key, value, partition))
+
+    def __delitem__(self, key: bytes) -> None:
+        if not self.direct:
+            del self.table[key]
+            return
+        partition = self._partition_of()
+        del self.table.data[key]
+        self._changes.append((key, None, partition))
+
+    def pending(self) -> int:
+        """How many changes wait for `send_changes`."""
+        return len(self._changes)
+
+    async def send_changes(self, send: Send, admit: Callable[[Delivery], Awaitable[None]]) -> None:
+        """Hand the queued changes to the producer, in order; persist offsets on delivery.
+
+        `send` puts one record in the producer's queue and returns its delivery future;
+        `admit` tracks it (the agent's bound on records in flight).
+        """
+        changes, self._changes = self._changes, []
+        topic = self.topic
+        for key, value, partition in changes:
+            delivery = await send(topic, key, value, partition)
+            delivery.add_done_callback(self._persist)
+            await admit(delivery)
+
+    def _persist(self, delivery: Delivery) -> None:
+        if delivery.cancelled() or delivery.exception() is not None:
+            return  # the agent's in-flight bound counts and logs the failure
+        sent = delivery.result()
+        self.table.data.set_persisted_offset(sent.topic_partition, sent.offset)
+
+
+def current_partition() -> int:
+    """The partition of the record being processed: a table entry lives on it, as in Faust."""
+    event = current_event()
+    if event is None:
+        raise RuntimeError("Cannot modify table outside of agent/stream.")
+    partition: int = event.message.partition
+    return partition
