@@ -6,6 +6,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Final
 
 from schemas.statuses import EVIDENCE_STATUSES
@@ -66,10 +67,14 @@ class Claim:
     #: a break of the envelope's contract found when the claim was built (an optional key
     #: of the wrong type, a number beyond the limits): the claim stays rejected
     contract_error: str | None = None
+    #: the key of the claim's fact (made once: the step asks for it several times a claim)
+    fact_key: str = dc_field(default="", init=False, repr=False, compare=False)
+    #: the field rule this claim was last checked against, and the part of that check that
+    #: depends on nothing else (see `streams.core.contract.check`); never copied by replace
+    checked: Any = dc_field(default=None, init=False, repr=False, compare=False)
 
-    @property
-    def fact_key(self) -> str:
-        return fact_key(self.subject, self.field)
+    def __post_init__(self) -> None:
+        self.fact_key = fact_key(self.subject, self.field)
 
     @property
     def has_value(self) -> bool:

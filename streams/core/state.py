@@ -63,10 +63,11 @@ class FactState:
     decided_at: int | None = None
     #: what the replica-lag detector follows of this fact (see core.alerts.lag_fact)
     track: FactTrack | None = None
+    #: the fact's key (made once)
+    key: str = dc_field(default="", init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return fact_key(self.subject, self.field)
+    def __post_init__(self) -> None:
+        self.key = fact_key(self.subject, self.field)
 
     def seen_hash(self, claim_id: str) -> str | None:
         """The content digest of a claim id this fact has seen, if any."""
