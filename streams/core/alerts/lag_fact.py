@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack, OwnerValue
@@ -52,8 +52,16 @@ def observe(
     if not new:
         return fact, None
     _owner(rule, fact, decision, new)
-    canons = [_canon(rule, v.status, v.value) for v in fact.values]
-    seen = (_claim(rule, fact, canons, claim) for claim in new)
+    # the owner's values as compared, made when a claim first needs them (the claims
+    # below change what the values remember of sources, never the values themselves)
+    canons: list[Canon | None] = []
+
+    def canons_of() -> list[Canon | None]:
+        if len(canons) != len(fact.values):
+            canons[:] = [_canon(rule, v.status, v.value) for v in fact.values]
+        return canons
+
+    seen = (_claim(rule, fact, canons_of, claim) for claim in new)
     return fact, [o for o in seen if o is not None]
 
 
@@ -105,12 +113,17 @@ def _owner(
 
 
 def _claim(
-    rule: FieldRule, fact: FactTrack, canons: list[Canon | None], claim: Mapping[str, Any]
+    rule: FieldRule,
+    fact: FactTrack,
+    canons_of: Callable[[], list[Canon | None]],
+    claim: Mapping[str, Any],
 ) -> Observation | None:
     """What a new claim of a non-owner source shows (None for the owner's, or no time)."""
     source = str(claim.get("source"))
+    if is_owner(rule, source):
+        return None
     at = _time(claim)
-    if at is None or is_owner(rule, source):
+    if at is None:
         return None
     disposition = claim.get("disposition")
     flags = (DISSENT if disposition == "outranked" and claim.get("dissent") else 0) | (
@@ -120,6 +133,7 @@ def _claim(
     if canon is None or not fact.values:
         return [source, at, flags, None, 0]
     agree = rule.normalizer.agree
+    canons = canons_of()
     match = -1
     for i in range(len(canons) - 1, -1, -1):
         known = canons[i]
