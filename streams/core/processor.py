@@ -176,6 +176,10 @@ class PartitionProcessor:
         if known is not None:
             if known == content_hash(claim.envelope):
                 out.events.append("duplicate")
+                # written again as it is: a store that kept this claim while the changelog
+                # record of it was lost (a crash between the two) gives it to the changelog
+                # now, as its input is read again; a restore from the changelog keeps it
+                self.facts[key] = state
             else:
                 out.events.append("conflicting_duplicate")
                 out.dead_letters.append(

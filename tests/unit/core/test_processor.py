@@ -93,6 +93,42 @@ def test_redelivery_is_ignored_and_a_forged_reuse_goes_to_the_dlq() -> None:
     assert 1 == len(facts["invoice:1|payment_status"].claims)
 
 
+class _Written(dict[str, FactState]):
+    """A fact store that remembers which keys were written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def __setitem__(self, key: str, state: FactState) -> None:
+        self.writes.append(key)
+        super().__setitem__(key, state)
+
+
+@pytest.mark.parametrize("pruned", [False, True])
+def test_a_redelivered_claim_writes_its_fact_again(pruned: bool) -> None:
+    """A redelivery rewrites the fact as it is: a store ahead of its changelog gives it back.
+
+    A worker killed after writing its store but before the changelog record left keeps the
+    claim locally; its input is read again and the claim is a redelivery. Without this
+    write the changelog would never hold the claim, and a later restore from it would lose
+    it. Live or already pruned to the seen ids (`pruned`), the state written is unchanged.
+    """
+    facts = _Written()
+    policy = policy_with(settle="0s", freshness="until_edited")
+    proc = PartitionProcessor(policy, 0, facts)
+    proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    if pruned:  # a newer claim of the same source replaces it (its id is kept as seen)
+        proc.on_claim(claim("2", "ledger-a", "paid", T0 + 5 * SECOND))
+    state = facts["invoice:1|payment_status"]
+    assert (["2"] if pruned else ["1"]) == [c.claim_id for c in state.claims]
+    before = state.to_obj()
+    facts.writes.clear()
+    again = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    assert (["duplicate"], ["invoice:1|payment_status"]) == (again.events, facts.writes)
+    assert before == facts["invoice:1|payment_status"].to_obj()
+
+
 def test_claim_far_ahead_of_the_clock_is_rejected_and_does_not_move_it() -> None:
     """A claim more than clock_skew ahead is rejected, copied to the DLQ, clock unchanged."""
     proc = PartitionProcessor(policy_with(settle="0s"), 0, {})
