@@ -69,9 +69,6 @@ class Claim:
     contract_error: str | None = None
     #: the key of the claim's fact (made once: the step asks for it several times a claim)
     fact_key: str = dc_field(default="", init=False, repr=False, compare=False)
-    #: the field rule this claim was last checked against, and the part of that check that
-    #: depends on nothing else (see `streams.core.contract.check`); never copied by replace
-    checked: Any = dc_field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.fact_key = fact_key(self.subject, self.field)

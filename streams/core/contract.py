@@ -26,13 +26,7 @@ NO_EVIDENCE = Verdict()
 
 
 def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
-    """Validate and normalize one claim against its field's rule at time `now_us`.
-
-    Only the skew test depends on `now_us`; what follows it depends on the claim and the
-    rule alone, and is kept on the claim (`Claim.checked`) for the next check against the
-    same rule object: a live claim is checked again at every decision of its fact, and its
-    value normalized each time, else.
-    """
+    """Validate and normalize one claim against its field's rule at time `now_us`."""
     if claim.arrival_error is not None:
         return Verdict(error=claim.arrival_error)
     if claim.time_error is not None or claim.observed_us is None:
@@ -47,17 +41,6 @@ def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
         ahead = format_duration(claim.observed_us - now_us)
         skew = format_duration(rule.clock_skew_us)
         return Verdict(error=f"observed {ahead} in the future (allowed skew {skew})")
-    checked = claim.checked
-    if checked is not None and checked[0] is rule:
-        verdict: Verdict = checked[1]
-        return verdict
-    verdict = _by_rule(claim, rule, status)
-    claim.checked = (rule, verdict)
-    return verdict
-
-
-def _by_rule(claim: Claim, rule: FieldRule, status: str) -> Verdict:
-    """The part of the check that depends on the claim and its rule only."""
     expected = rule.contract_version
     sent = claim.envelope.get("contract_version")
     if expected is not None and sent is not None and sent != expected:
