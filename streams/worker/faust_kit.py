@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 import aiohttp
+import faust
 from aiohttp import web as aioweb
 from faust.streams import _current_event
 
 from streams.worker.app import Pipeline
+from streams.worker.collector import collect_full
 from streams.worker.edge import (
     TICK_KEY,
     Handled,
@@ -165,6 +167,16 @@ def install_ticks(pipe: Pipeline, topic: Any, name: str) -> None:
         for tp in pipe.app.assignor.assigned_actives():
             if tp.topic == name:
                 await topic.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)
+
+
+def install_full_collection(app: faust.App, every_s: float) -> None:
+    """A timer running the full garbage collection every `every_s` s (see worker.collector)."""
+    if every_s <= 0:
+        return  # Python's own collector policy: nothing to run
+
+    @app.timer(every_s, name="full-collection")
+    async def full_collection() -> None:
+        collect_full()
 
 
 def forget_on_rebalance(app: Any, topic: str, forget: Callable[[set[int]], None]) -> None:

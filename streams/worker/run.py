@@ -15,6 +15,7 @@ from faust import Worker
 from streams.core.argue.verdicts import VerdictConfig
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, ensure_topics
+from streams.worker import collector
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
 from streams.worker.app import Pipeline, build_app
@@ -24,7 +25,7 @@ from streams.worker.claims.edge import Runtime
 from streams.worker.claims.facts import TableFacts
 from streams.worker.docs.agents import install_docs
 from streams.worker.docs.edge import DocsEdge
-from streams.worker.faust_kit import supervisor
+from streams.worker.faust_kit import install_full_collection, supervisor
 from streams.worker.liveness import BrokerWatch, CrashBudget
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
@@ -117,6 +118,7 @@ def wire(settings: WorkerSettings) -> Wired:
     supervise = supervisor(metrics, budget, too_many_crashes)
     on_decision = install_plans(pipe, plans_edge(pipe), metrics, supervise)
     install_claims(pipe, runtime, facts, metrics, supervise, on_decision)
+    install_full_collection(pipe.app, settings.gc_full_every_s)
     install_alerts(pipe, alerting, metrics, supervise)
     install_verdicts(pipe, edge, metrics, supervise)
     install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)
@@ -136,6 +138,8 @@ def run_worker(settings: WorkerSettings) -> None:
     # record: every aiokafka debug call then builds a LogRecord (about 7 % of a busy
     # worker's CPU). Without it the root logger keeps the configured level.
     worker.spinner = None
+    # what is made so far lives as long as the process: frozen out of every collection
+    collector.tune(settings.gc_full_every_s)
     try:
         worker.execute_from_commandline()
     except SystemExit as stop:

@@ -56,3 +56,8 @@ class WorkerSettings:
     batch_within_s: float = field(
         default_factory=lambda: float(os.environ.get("CLAIMWATCH_BATCH_WITHIN_MS", "10")) / 1000
     )
+    #: the full garbage collection runs every this many seconds, never in between (see
+    #: streams.worker.collector); 0 keeps Python's own collector policy
+    gc_full_every_s: float = field(
+        default_factory=lambda: float(os.environ.get("CLAIMWATCH_GC_FULL_EVERY_S", "300"))
+    )

@@ -1,0 +1,53 @@
+"""Python's garbage collector set for a long-running worker: no full collection mid-stream.
+
+A worker's live state is many small containers that live long: fact states, their claims,
+the envelopes. Python collects its oldest generation whenever a quarter of it has been
+promoted since the last time, and that collection walks every tracked object. Measured on
+the claims runtime alone (100,000 claims over 10,000 facts, settle 0): nine of them took
+1.7 s, the last 0.4 s each, and found nothing to free (the fact states hold no reference
+cycles). In the worker such a pause stalls every partition at once: it was the p99
+claim-to-decision latency.
+
+So the worker freezes what exists once it is wired (modules, the app, the policy: all of
+it lives as long as the process), leaves the two young generations to Python (they still
+collect short-lived cycles as they come), and runs the full collection itself, every
+`every_s` seconds, from a timer (`streams.worker.faust_kit.install_full_collection`).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from typing import Final
+
+log = logging.getLogger(__name__)
+
+#: The oldest generation's threshold that Python never reaches (a C int).
+NEVER: Final = 2**31 - 1
+#: A full collection longer than this is logged.
+SLOW_S: Final = 1.0
+
+
+def tune(every_s: float) -> bool:
+    """Freeze the objects made so far and leave full collections to the timer.
+
+    `every_s` <= 0 keeps Python's own policy (nothing changes). True when tuned.
+    """
+    if every_s <= 0:
+        return False
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, NEVER)
+    return True
+
+
+def collect_full() -> float:
+    """One full collection now; its seconds (logged when slow)."""
+    started = time.perf_counter()
+    freed = gc.collect()
+    took = time.perf_counter() - started
+    if took > SLOW_S:
+        log.warning("full garbage collection took %.2f s (%d objects freed)", took, freed)
+    return took
