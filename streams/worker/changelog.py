@@ -22,13 +22,26 @@ what makes the buffer safe and drops the rest:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from faust import current_event
 
-#: Hands one changelog record to the producer: (topic, key, value, partition) -> delivery.
-Send = Callable[[str, bytes, bytes | None, int], Awaitable["Delivery"]]
+#: A record's delivery future (resolves to its RecordMetadata).
 Delivery = Any
+
+
+class Producer(Protocol):
+    """What `send_changes` uses of Faust's producer (`app.producer`)."""
+
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp: float | None,
+        headers: Any,
+    ) -> Delivery: ...
 
 
 class DirectTable(MutableMapping[bytes, bytes]):
@@ -43,11 +56,8 @@ class DirectTable(MutableMapping[bytes, bytes]):
         #: the partition a write belongs to (default: the record being processed's)
         self._partition_of = partition_of or current_partition
         self._changes: list[tuple[bytes, bytes | None, int]] = []
-
-    @property
-    def topic(self) -> str:
-        """The changelog topic's name."""
-        return str(self.table.changelog_topic.get_topic_name())
+        #: the changelog topic's name
+        self.topic = str(table.changelog_topic.get_topic_name())
 
     def __getitem__(self, key: bytes) -> bytes:
         value: bytes = self.table.data[key]
@@ -82,16 +92,18 @@ class DirectTable(MutableMapping[bytes, bytes]):
         """How many changes wait for `send_changes`."""
         return len(self._changes)
 
-    async def send_changes(self, send: Send, admit: Callable[[Delivery], Awaitable[None]]) -> None:
+    async def send_changes(
+        self, producer: Producer, admit: Callable[[Delivery], Awaitable[None]]
+    ) -> None:
         """Hand the queued changes to the producer, in order; persist offsets on delivery.
 
-        `send` puts one record in the producer's queue and returns its delivery future;
-        `admit` tracks it (the agent's bound on records in flight).
+        `admit` tracks each delivery future (the agent's bound on records in flight).
         """
+        if not self._changes:
+            return
         changes, self._changes = self._changes, []
-        topic = self.topic
         for key, value, partition in changes:
-            delivery = await send(topic, key, value, partition)
+            delivery = await producer.send(self.topic, key, value, partition, None, None)
             delivery.add_done_callback(self._persist)
             await admit(delivery)
 

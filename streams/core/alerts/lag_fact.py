@@ -54,11 +54,12 @@ def observe(
     _owner(rule, fact, decision, new)
     # the owner's values as compared, made when a claim first needs them (the claims
     # below change what the values remember of sources, never the values themselves)
-    canons: list[Canon | None] = []
+    canons: list[Canon | None] | None = None
 
     def canons_of() -> list[Canon | None]:
-        if len(canons) != len(fact.values):
-            canons[:] = [_canon(rule, v.status, v.value) for v in fact.values]
+        nonlocal canons
+        if canons is None:
+            canons = [_canon(rule, v.status, v.value) for v in fact.values]
         return canons
 
     seen = (_claim(rule, fact, canons_of, claim) for claim in new)

@@ -11,7 +11,7 @@ from streams.core.claim import fact_key
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
-from streams.worker.changelog import Delivery, DirectTable
+from streams.worker.changelog import DirectTable
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.edge import Outgoing, Record, RecordGuard
 from streams.worker.faust_kit import (
@@ -53,15 +53,10 @@ def install_claims(
     topics = topics_of(pipe)
     in_flight = InFlight()
     resolutions = DirectTable(pipe.resolutions, direct=facts.direct)
-    changelogs = (facts, resolutions)
-
-    async def send_change(topic: str, key: bytes, value: bytes | None, part: int) -> Delivery:
-        return await app.producer.send(topic, key, value, part, None, None)
 
     async def send_changes() -> None:
-        for table in changelogs:
-            if table.pending():
-                await table.send_changes(send_change, in_flight.admit)
+        for table in (facts, resolutions):
+            await table.send_changes(app.producer, in_flight.admit)
 
     async def send(out: Outgoing) -> None:
         # at-least-once: straight to the producer, which Faust flushes before it commits

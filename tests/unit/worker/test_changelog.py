@@ -57,11 +57,19 @@ class _Producer:
     """Hands out one delivery future per record, resolved by the test."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes, bytes | None, int]] = []
+        self.sent: list[tuple[str, bytes | None, bytes | None, int | None]] = []
         self.deliveries: list[asyncio.Future[Any]] = []
 
-    async def send(self, topic: str, key: bytes, value: bytes | None, part: int) -> Any:
-        self.sent.append((topic, key, value, part))
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp: float | None,
+        headers: Any,
+    ) -> Any:
+        self.sent.append((topic, key, value, partition))
         delivery: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.deliveries.append(delivery)
         return delivery
@@ -82,7 +90,7 @@ async def test_a_write_reaches_the_store_at_once_and_the_changelog_on_send() -> 
     producer = _Producer()
     direct[b"k"] = b"v1"
     assert (b"v1", 1, []) == (direct[b"k"], direct.pending(), producer.sent)
-    await direct.send_changes(producer.send, _admit)
+    await direct.send_changes(producer, _admit)
     assert ([("p.facts-changelog", b"k", b"v1", 2)], 0) == (producer.sent, direct.pending())
     assert [] == table.through_faust
 
@@ -94,7 +102,7 @@ async def test_changes_are_sent_in_the_order_made_deletes_as_tombstones() -> Non
     direct[b"k"] = b"v1"
     direct[b"k"] = b"v2"
     del direct[b"k"]
-    await direct.send_changes(producer.send, _admit)
+    await direct.send_changes(producer, _admit)
     assert [b"v1", b"v2", None] == [value for _, _, value, _ in producer.sent]
     assert b"k" not in direct
 
@@ -105,7 +113,7 @@ async def test_the_persisted_offset_follows_deliveries_only() -> None:
     producer = _Producer()
     direct[b"a"] = b"1"
     direct[b"b"] = b"2"
-    await direct.send_changes(producer.send, _admit)
+    await direct.send_changes(producer, _admit)
     assert {} == table.data.persisted
     tp = _TP("p.facts-changelog", 1)
     producer.deliveries[0].set_result(_Sent(tp, 40))
