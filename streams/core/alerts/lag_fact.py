@@ -83,6 +83,9 @@ def _owner(
     """Record the owner's value when it won the decision; a different one is a change."""
     if decision.get("outcome") != "resolved":
         return
+    owners = [c for c in new if is_owner(rule, str(c.get("source")))]
+    if not owners:
+        return  # (most decisions: the winner's value is then not needed)
     claims = decision.get("claims") or ()
     winner = next((c for c in claims if c.get("disposition") == "won"), None)
     won = _claim_canon(rule, winner) if winner is not None else None
@@ -90,11 +93,10 @@ def _owner(
         return
     agree = rule.normalizer.agree
     firsts = []
-    for claim in new:
-        if is_owner(rule, str(claim.get("source"))):
-            at, canon = _time(claim), _claim_canon(rule, claim)
-            if at is not None and canon is not None and agree(canon, won):
-                firsts.append((at, str(claim.get("claim_id")), claim))
+    for claim in owners:
+        at, canon = _time(claim), _claim_canon(rule, claim)
+        if at is not None and canon is not None and agree(canon, won):
+            firsts.append((at, str(claim.get("claim_id")), claim))
     if not firsts:
         return
     at, _, first = min(firsts, key=lambda f: (f[0], f[1]))
@@ -130,8 +132,10 @@ def _claim(
     flags = (DISSENT if disposition == "outranked" and claim.get("dissent") else 0) | (
         STALE if disposition == "stale" else 0
     )
+    if not fact.values:  # no owner's value to compare with (its canon is not needed)
+        return [source, at, flags, None, 0]
     canon = _claim_canon(rule, claim)
-    if canon is None or not fact.values:
+    if canon is None:
         return [source, at, flags, None, 0]
     agree = rule.normalizer.agree
     canons = canons_of()
