@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
@@ -43,6 +44,17 @@ class Outgoing:
 def tick_value(at_us: int) -> bytes:
     """The value of a tick record: the partition clock may move to `at_us`."""
     return dumps({"__tick__": at_us})
+
+
+def tick_at(now_ns: int, lateness_s: float) -> int:
+    """The time a worker's tick written at wall time `now_ns` carries: now minus the lateness.
+
+    In whole milliseconds, rounded down, as the broker stamps records: a tick's time is
+    bounded by its broker time minus the lateness (`LogAppendTime`, in milliseconds), and
+    a time in microseconds could lie up to 999 µs past that bound, so a worker's own tick
+    was counted `bad_tick` (about one in a hundred).
+    """
+    return (now_ns // 1_000_000 - math.ceil(lateness_s * 1000)) * 1000
 
 
 def tick_time(value: bytes) -> int | None:

@@ -27,6 +27,7 @@ from streams.worker.edge import (
     Record,
     RecordGuard,
     record_of,
+    tick_at,
     tick_value,
 )
 from streams.worker.liveness import CrashBudget
@@ -163,7 +164,7 @@ def install_ticks(pipe: Pipeline, topic: Any, name: str) -> None:
 
     @pipe.app.timer(settings.tick_interval_s, name=f"ticks:{name}")
     async def write_ticks() -> None:
-        at = int((time.time() - settings.lateness_s) * 1_000_000)
+        at = tick_at(time.time_ns(), settings.lateness_s)
         for tp in pipe.app.assignor.assigned_actives():
             if tp.topic == name:
                 await topic.send(key=TICK_KEY, value=tick_value(at), partition=tp.partition)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import CLOCK_PREFIX, Runtime
-from streams.worker.edge import DLQ_MAX_BYTES, TICK_KEY, dead_letter, tick_time, tick_value
+from streams.worker.edge import (
+    DLQ_MAX_BYTES,
+    TICK_KEY,
+    dead_letter,
+    tick_at,
+    tick_time,
+    tick_value,
+)
 from tests.support.claims import NAMES, claim_bytes, decisions
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with
@@ -76,6 +86,25 @@ def test_tick_within_its_broker_time_is_not_counted_as_bad() -> None:
     handled = runtime.handle(0, 0, TICK_KEY, tick_value(T0), T0 + LATENESS)
     assert ["tick"] == [e for e in handled.events if "tick" in e]
     assert T0 == _clock(table, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    now_ns=st.integers(min_value=T0 * 1000, max_value=T0 * 1000 + 10**12),
+    delay_ns=st.integers(min_value=0, max_value=5 * 10**9),
+    lateness_s=st.sampled_from([1.0, 0.5, 0.0015, 2.25]),
+)
+def test_a_tick_the_worker_writes_is_never_past_its_broker_time(
+    now_ns: int, delay_ns: int, lateness_s: float
+) -> None:
+    """Stamped by the broker in whole ms at any moment after it is written, it is not bad."""
+    lateness_us = math.ceil(lateness_s * 1_000_000)
+    runtime = Runtime(policy_with(), NAMES, 4, {}, lateness_us=lateness_us)
+    at = tick_at(now_ns, lateness_s)
+    broker_us = (now_ns + delay_ns) // 1_000_000 * 1000  # LogAppendTime, milliseconds
+    handled = runtime.handle(0, 0, TICK_KEY, tick_value(at), broker_us)
+    assert [] == [e for e in handled.events if e == "bad_tick"]
+    assert 0 <= now_ns // 1000 - lateness_us - at < 2000  # whole ms, at most 2 ms early
 
 
 def test_tombstone_goes_to_the_dlq_with_reason_tombstone() -> None:
