@@ -52,7 +52,7 @@ def tick_at(now_ns: int, lateness_s: float) -> int:
     In whole milliseconds, rounded down, as the broker stamps records: a tick's time is
     bounded by its broker time minus the lateness (`LogAppendTime`, in milliseconds), and
     a time in microseconds could lie up to 999 µs past that bound, so a worker's own tick
-    was counted `bad_tick` (about one in a hundred).
+    was counted `bad_tick` now and then (1 of about 240 in one run).
     """
     return (now_ns // 1_000_000 - math.ceil(lateness_s * 1000)) * 1000
 
