@@ -18,6 +18,7 @@ import faust
 from aiohttp import web as aioweb
 from faust.streams import _current_event
 
+from streams.wire.topics import partition_for
 from streams.worker.app import Pipeline
 from streams.worker.collector import collect_full
 from streams.worker.edge import (
@@ -270,11 +271,20 @@ async def answer_elsewhere(pipe: Pipeline, key: bytes, web: Any, request: Any) -
 
 
 def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
-    """The web URL of the worker that holds the fact's partition, when known."""
-    try:
-        return str(app.router.key_store(pipe.resolutions.name, key))
-    except (KeyError, LookupError):
-        return None
+    """The web URL of the worker that holds the key's partition, when known.
+
+    The partition is the one every per-fact record of the key is written to
+    (`partition_for`), found without the producer's metadata: Faust's `key_store` asks
+    the producer, whose metadata lists only the topics it has sent to since its last
+    refresh, and failed with a TypeError on a worker that had not yet written the
+    resolutions topic (a 500 and a traceback for every page it should have forwarded).
+    """
+    topic = pipe.names.resolutions
+    partition = partition_for(key, pipe.settings.partitions)
+    for url, assigned in app.assignor.table_metadata(topic).items():
+        if partition in assigned.get(topic, ()):
+            return str(url)
+    return None
 
 
 async def _forward(owner: str, request: Any) -> Any:
