@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,21 +43,51 @@ log = logging.getLogger(__name__)
 
 #: Exit code of a worker stopped because an agent kept crashing.
 EXIT_AGENT_CRASHES = 3
+#: Exit code of a worker whose stop did not finish in time (see ClaimwatchWorker).
+EXIT_STOP_OVERDUE = 4
 
 
 class ClaimwatchWorker(Worker):
-    """Faust's worker, but a clean stop leaves the consumer group at once.
+    """Faust's worker, but a clean stop leaves the consumer group at once, or times out.
 
     With static membership (`group.instance.id`) the Kafka client never sends LeaveGroup,
     so after a clean stop the other workers would wait for the session to time out before
     they take over its partitions. Dropping the instance id just before stopping makes the
     client leave as a dynamic member would; after a crash (SIGKILL) the restarted worker
     still takes its partitions back at once.
+
+    A stop waits on the broker (the producer's flush, the last commit, leaving the group):
+    with the broker gone it never ended (a SIGTERM left the worker running for minutes).
+    A stop not done after `stop_timeout_s` ends the process (exit 4), which is as safe as
+    the SIGKILL the kill test covers: uncommitted records are read again, and repeats
+    are dropped.
     """
+
+    stop_timeout_s: float = 30.0
+    _overdue: threading.Timer | None = None
 
     def _schedule_shutdown(self, signal: signal.Signals) -> None:
         leave_group_on_stop(self.app)
+        if self._overdue is None and self.stop_timeout_s > 0:
+            self._overdue = threading.Timer(
+                self.stop_timeout_s, stop_overdue, (self.stop_timeout_s,)
+            )
+            self._overdue.daemon = True
+            self._overdue.start()
         super()._schedule_shutdown(signal)
+
+
+def stop_overdue(timeout_s: float, exit_now: Callable[[int], object] = os._exit) -> None:
+    """End a worker whose stop has not finished in `timeout_s` seconds (exit 4)."""
+    log.error(
+        "the worker did not stop within %gs (is the broker reachable?): exiting now, "
+        "uncommitted records are read again on the next start (CLAIMWATCH_STOP_TIMEOUT_S)",
+        timeout_s,
+    )
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stderr.flush()
+    exit_now(EXIT_STOP_OVERDUE)
 
 
 def leave_group_on_stop(app: Any) -> None:
@@ -133,6 +166,7 @@ def run_worker(settings: WorkerSettings) -> None:
     asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
     logging.getLogger("faust").setLevel(settings.log_level.upper())
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
+    worker.stop_timeout_s = settings.stop_timeout_s
     wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))
     # Faust's terminal spinner sets the root logger to DEBUG so that it spins on every
     # record: every aiokafka debug call then builds a LogRecord (about 7 % of a busy

@@ -61,3 +61,8 @@ class WorkerSettings:
     gc_full_every_s: float = field(
         default_factory=lambda: float(os.environ.get("CLAIMWATCH_GC_FULL_EVERY_S", "300"))
     )
+    #: a stop asked for (SIGTERM, SIGINT) that has not finished after this many seconds
+    #: ends the process at once, exit 4 (a stop waits on the broker, which may be gone)
+    stop_timeout_s: float = field(
+        default_factory=lambda: float(os.environ.get("CLAIMWATCH_STOP_TIMEOUT_S", "30"))
+    )

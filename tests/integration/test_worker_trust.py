@@ -14,6 +14,7 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.wire.topics import TopicNames
+from streams.worker.run import EXIT_STOP_OVERDUE
 from tests.support.claims import envelope
 from tests.support.kafka import (
     REPO,
@@ -168,6 +169,24 @@ async def test_health_is_503_while_the_broker_is_unreachable(
         assert any("broker unreachable" in r for r in reasons), reasons
     await worker.ready(timeout=60)
     await decides_the_examples(kafka_bootstrap, worker.prefix, tmp_path, RECENT_FACTS)
+
+
+@pytest.mark.slow
+async def test_sigterm_stops_the_worker_within_its_stop_timeout_while_the_broker_is_gone(
+    workers: Workers, tmp_path: Path, broker_pause: Any
+) -> None:
+    """A paused broker: SIGTERM ends the worker within the stop timeout (exit 4, or clean)."""
+    worker = await workers.launch(POLICY, extra_env=(("CLAIMWATCH_STOP_TIMEOUT_S", "5"),))
+    async with broker_pause():
+        await asyncio.sleep(2)
+        started = time.monotonic()
+        code = worker.kill(signal.SIGTERM, timeout=20)
+        took = time.monotonic() - started
+    assert code in (0, EXIT_STOP_OVERDUE), worker.log
+    assert took < 15, f"stopped after {took:.1f}s"
+    if code == EXIT_STOP_OVERDUE:
+        assert "did not stop within 5s" in worker.log
+    assert "Traceback" not in worker.log
 
 
 def rotating_claim(prefix_id: str, index: int, observed: datetime) -> dict[str, Any]:
