@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from bench import state_size
+from bench.pipeline_bench import CLAIMS as PIPELINE_CLAIMS
+from bench.pipeline_bench import FACTS as PIPELINE_FACTS
 from bench.workload import write
 
 OUT = Path("bench/out")
@@ -31,7 +33,7 @@ def core(facts: int = 40_000, per_fact: int = 5) -> dict[str, object]:
     path = write(Path(f".cache/bench/claims-{facts}x{per_fact}.jsonl"), facts, per_fact)
     figures = resolve_bench.run(path, facts * per_fact)
     # the worker's claims step vs the streaming baseline, on the pipeline workload
-    step = _side("bench.plain_stream", "step", "50000", "10000")
+    step = _side("bench.plain_stream", "step", str(PIPELINE_CLAIMS), str(PIPELINE_FACTS))
     return {**figures, "state": state_size.measure(), "plain_stream_step": step}
 
 

@@ -30,7 +30,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import plain_resolve
-from bench.workload import NOW
+from bench.pipeline_bench import fresh_claims, settle_zero_policy
+from bench.workload import NOW, POLICY
+from streams.policy.loading import load_policy
+from streams.wire.topics import TopicNames
+from streams.worker.claims.edge import Runtime
 
 #: Runs of each side, taken in turns; the median is reported.
 RUNS: Final = 3
@@ -87,8 +91,6 @@ class PlainStream:
 
 def step_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> float:
     """Microseconds per claim of the streaming baseline over `records` (key, value, part)."""
-    from bench.workload import POLICY
-
     stream = PlainStream(plain_resolve.compile_policy(str(POLICY)), partitions)
     items = list(records)
     started = time.perf_counter()
@@ -99,11 +101,6 @@ def step_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> flo
 
 def runtime_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> float:
     """Microseconds per claim of the worker's claims runtime over the same records."""
-    from bench.pipeline_bench import settle_zero_policy
-    from streams.policy.loading import load_policy
-    from streams.wire.topics import TopicNames
-    from streams.worker.claims.edge import Runtime
-
     policy = load_policy(settle_zero_policy(Path(".cache/bench/plain-stream-settle0.yaml")))
     runtime = Runtime(policy, TopicNames("bench."), partitions, {})
     items = list(records)
@@ -116,8 +113,6 @@ def runtime_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> 
 
 def replay_s(path: Path) -> float:
     """Seconds for the streaming baseline to decide every claim of a file, in file order."""
-    from bench.workload import POLICY
-
     stream = PlainStream(plain_resolve.compile_policy(str(POLICY)), 4)
     started = time.perf_counter()
     with path.open("rb") as handle:
@@ -129,8 +124,6 @@ def replay_s(path: Path) -> float:
 
 def resolve_s(path: Path) -> float:
     """Seconds for the plain resolver over the same file (its output discarded)."""
-    from bench.workload import POLICY
-
     saved = sys.stdout
     started = time.perf_counter()
     try:
@@ -147,8 +140,6 @@ def _median(values: list[float]) -> float:
 
 def step(claims: int, facts: int, partitions: int = 4) -> dict[str, Any]:
     """Our runtime's µs per claim vs the baseline's, `RUNS` times in turns, and the ratio."""
-    from bench.pipeline_bench import fresh_claims
-
     source = fresh_claims(facts, "p")
     records = [next(source) for _ in range(claims)]
     plain: list[float] = []
