@@ -33,6 +33,7 @@ from streams.policy.source import MAX_POLICY_BYTES, PolicyError
 from streams.wire.codec import dumps_line
 from streams.wire.kafka import env_prefix
 from streams.wire.topics import TopicNames
+from streams.worker.collector import one_pass
 
 
 def _ms(raw: str | None, flag: str) -> int | None:
@@ -114,7 +115,8 @@ def replay(
         jobs=jobs if jobs is not None else default_jobs(),
     )
     try:
-        refused = _run_replay(req)
+        with one_pass():
+            refused = _run_replay(req)
     except (KafkaError, RuntimeError) as exc:  # RuntimeError: the claims topic does not exist
         fail(str(exc) or type(exc).__name__, 1)
     if refused:

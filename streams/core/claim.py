@@ -69,6 +69,9 @@ class Claim:
     contract_error: str | None = None
     #: the key of the claim's fact (made once: the step asks for it several times a claim)
     fact_key: str = dc_field(default="", init=False, repr=False, compare=False)
+    #: the claim's stored form, made once by a store that writes it with its fact at every
+    #: change of the fact (the worker's fact table; see `FactState.to_obj`); else None
+    stored: Any = dc_field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.fact_key = fact_key(self.subject, self.field)

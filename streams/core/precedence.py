@@ -10,9 +10,12 @@ from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule, is_owner
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Precedence:
-    """The verdict among lineage representatives."""
+    """The verdict among lineage representatives.
+
+    Never changed once made; not frozen, which would make it take twice as long to build.
+    """
 
     outcome: str
     winner: Entry | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any, Final
@@ -77,13 +77,17 @@ class FactState:
         known = self.seen.get(claim_id)
         return known[0] if known is not None else None
 
-    def to_obj(self) -> dict[str, Any]:
-        """The compact JSON-able form stored in the table."""
+    def to_obj(self, claim_form: Callable[[Claim], Any] | None = None) -> dict[str, Any]:
+        """The compact JSON-able form stored in the table.
+
+        `claim_form` gives each claim's stored form (by default `pack`; a store may give
+        `pack`'s output already serialized, made once per claim).
+        """
         obj: dict[str, Any] = {
             "s": self.subject,
             "f": self.field,
             "p": self.partition,
-            "c": [pack(c) for c in self.claims],
+            "c": [(claim_form or pack)(c) for c in self.claims],
         }
         if self.seen:
             obj["n"] = {cid: [h, t] for cid, (h, t) in self.seen.items()}

@@ -96,6 +96,11 @@ def dumps(record: Any) -> bytes:
     return orjson.dumps(record)
 
 
+def fragment(record: Any) -> Any:
+    """`record` serialized now, to be embedded as is in records serialized later (`dumps`)."""
+    return orjson.Fragment(orjson.dumps(record))
+
+
 def dumps_line(record: Any) -> bytes:
     """Serialize a record as one JSON line."""
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)

@@ -1,4 +1,4 @@
-"""Python's garbage collector set for a long-running worker: no full collection mid-stream.
+"""Python's garbage collector set for claimwatch's processes: no full collection mid-run.
 
 A worker's live state is many small containers that live long: fact states, their claims,
 the envelopes. Python collects its oldest generation whenever a quarter of it has been
@@ -12,13 +12,20 @@ So the worker freezes what exists once it is wired (modules, the app, the policy
 it lives as long as the process), leaves the two young generations to Python (they still
 collect short-lived cycles as they come), and runs the full collection itself, every
 `every_s` seconds, from a timer (`streams.worker.faust_kit.install_full_collection`).
+
+A one-pass command (`claimwatch resolve`, `replay`) holds what it reads until its end, so
+every full collection walks a growing heap for nothing: `one_pass` turns them off while
+the command runs (measured on a 200,000-claim resolve: reading the file 4.3-4.4 s with
+them, 2.3-3.3 s without).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
+from collections.abc import Iterator
 from typing import Final
 
 log = logging.getLogger(__name__)
@@ -51,3 +58,19 @@ def collect_full() -> float:
     if took > SLOW_S:
         log.warning("full garbage collection took %.2f s (%d objects freed)", took, freed)
     return took
+
+
+@contextlib.contextmanager
+def one_pass() -> Iterator[None]:
+    """No full collection inside the block (the young generations still collect as usual).
+
+    For a command that reads its input once and holds it: the oldest generation only
+    grows meanwhile, and what it holds has no reference cycles to free. The thresholds
+    are put back when the block ends; processes forked inside it keep its setting.
+    """
+    young, middle, oldest = gc.get_threshold()
+    gc.set_threshold(young, middle, NEVER)
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, oldest)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from typing import Any
 
-from streams.core.state import FactState
-from streams.wire.codec import dumps, loads
+from streams.core.claim import Claim
+from streams.core.state import FactState, pack
+from streams.wire.codec import dumps, fragment, loads
 
 
 class TableFacts(MutableMapping[str, FactState]):
@@ -55,7 +57,7 @@ class TableFacts(MutableMapping[str, FactState]):
         for key in sorted(self._dirty):
             state = self._cache.get(key)
             if state is not None:
-                self.table[key.encode()] = dumps(state.to_obj())
+                self.table[key.encode()] = dumps(state.to_obj(stored_form))
         self._dirty.clear()
 
     def __contains__(self, key: object) -> bool:
@@ -67,7 +69,7 @@ class TableFacts(MutableMapping[str, FactState]):
         if len(self._cache) > self._cache_size:
             old, evicted = self._cache.popitem(last=False)
             if old in self._dirty:
-                self.table[old.encode()] = dumps(evicted.to_obj())
+                self.table[old.encode()] = dumps(evicted.to_obj(stored_form))
                 self._dirty.discard(old)
 
     def clear_cache(self) -> None:
@@ -94,6 +96,18 @@ class TableFacts(MutableMapping[str, FactState]):
                 state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
                 if state.partition == partition:
                     yield state
+
+
+def stored_form(claim: Claim) -> Any:
+    """A claim's packed form, serialized the first time its fact is written, then reused.
+
+    A live claim is written again with its fact at every change of the fact (every claim
+    of the fact, every decision): its part of the record is made once.
+    """
+    form = claim.stored
+    if form is None:
+        form = claim.stored = fragment(pack(claim))
+    return form
 
 
 class MemoryFacts(dict[str, FactState]):

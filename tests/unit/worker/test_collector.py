@@ -1,4 +1,4 @@
-"""The worker's collector policy: start-up objects frozen, full collections only on the timer."""
+"""The collector policies: the worker's (full collections on a timer), a one-pass command's."""
 
 from __future__ import annotations
 
@@ -70,3 +70,21 @@ def test_a_slow_full_collection_is_logged(
     assert ["full garbage collection took"] == [
         r.getMessage()[:28] for r in caplog.records if r.name == collector.__name__
     ]
+
+
+@pytest.mark.usefixtures("restored")
+def test_one_pass_turns_full_collections_off_and_back_on() -> None:
+    """Inside the block the oldest generation never collects by itself; after it, as before."""
+    before = gc.get_threshold()
+    with collector.one_pass():
+        inside = gc.get_threshold()
+    assert ((before[0], before[1], collector.NEVER), before) == (inside, gc.get_threshold())
+
+
+@pytest.mark.usefixtures("restored")
+def test_one_pass_puts_the_thresholds_back_when_the_block_fails() -> None:
+    """A command that fails inside the block leaves Python's collector as it found it."""
+    before = gc.get_threshold()
+    with pytest.raises(KeyError), collector.one_pass():
+        raise KeyError("boom")
+    assert before == gc.get_threshold()
