@@ -7,19 +7,44 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["UnitError", "check_unit", "convert_uncached", "converter", "registry"]
+__all__ = [
+    "UnitError",
+    "build_registry_with",
+    "check_unit",
+    "convert_uncached",
+    "converter",
+    "registry",
+]
 
 
 class UnitError(ValueError):
     """An unknown unit or an impossible conversion; str(exc) is the reason."""
 
 
-@functools.cache
-def registry() -> Any:
-    """The one pint UnitRegistry of the process, built on first use (it takes a moment)."""
+def _plain_registry() -> Any:
     import pint
 
     return pint.UnitRegistry()
+
+
+#: What builds the process's registry: pint's own, unless the edge gives another way to
+#: build the same registry (say, from pint's parsed definitions cached on disk).
+_build: Callable[[], Any] = _plain_registry
+
+
+def build_registry_with(build: Callable[[], Any]) -> None:
+    """Have `registry()` built by `build` (pint's default registry, however it is made).
+
+    Takes effect when the registry is not built yet; a built one is kept.
+    """
+    global _build
+    _build = build
+
+
+@functools.cache
+def registry() -> Any:
+    """The one pint UnitRegistry of the process, built on first use (it takes a moment)."""
+    return _build()
 
 
 def _parse(unit: str) -> Any:

@@ -19,6 +19,7 @@ from streams.policy.source import (
     line_of,
     read_bounded,
 )
+from streams.policy.unit_cache import use_unit_cache
 
 
 def parse_policy(text: str, path: str = "<policy>") -> Policy:
@@ -41,6 +42,7 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         raise PolicyError(path, None, "", f"invalid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise PolicyError(path, 1, "", "a policy file must be a mapping with `policy_version`")
+    use_unit_cache()  # a quantity field's unit is checked against pint's registry
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
