@@ -19,7 +19,7 @@ from streams.core.claim import Claim
 from streams.core.contract import check
 from streams.core.freshness import stale_at
 from streams.core.policy import CompiledPolicy, FieldRule
-from streams.core.resolve import resolve
+from streams.core.resolve import resolve, resolve_entries
 from streams.core.state import FactState, content_hash
 
 #: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
@@ -232,12 +232,12 @@ class PartitionProcessor:
         if not state.claims:
             del self.facts[state.key]
             return
-        record = resolve(state.claims, self.policy, at_us)
+        record, resolved = resolve_entries(state.claims, self.policy, at_us)
         if record["decision_id"] != state.last_id:
             entry = None
             if self.alerts:
                 state.track, entry = entry_of(
-                    self.policy, state.track, record, state.last_outcome, at_us
+                    self.policy, state.track, record, state.last_outcome, at_us, resolved
                 )
             out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]

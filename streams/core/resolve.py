@@ -34,6 +34,14 @@ def dedupe(claims: Iterable[Claim]) -> list[Claim]:
 
 def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dict[str, Any]:
     """Decide one fact from its claims at clock time `now_us`; returns the decision record."""
+    record, _entries = resolve_entries(claims, policy, now_us)
+    return record
+
+
+def resolve_entries(
+    claims: Iterable[Claim], policy: CompiledPolicy, now_us: int
+) -> tuple[dict[str, Any], list[Entry]]:
+    """`resolve`, with the entries the record was made of, in the order of its `claims`."""
     unique = dedupe(claims)
     if not unique:
         raise ValueError("resolve needs at least one claim")
@@ -69,7 +77,7 @@ def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dic
     else:
         verdict = decide(collapse(fresh, rule.normalizer), rule)
         outcome = verdict.outcome
-    return _record(first, entries, verdict, outcome, policy, now_us)
+    return _record(first, entries, verdict, outcome, policy, now_us), entries
 
 
 def _record(

@@ -9,13 +9,14 @@ sends the entries of a field in batches, so the field's detector keeps no per-fa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streams.core.alerts.lag_fact import Observation, observe
 from streams.core.alerts.lag_state import FactTrack
 from streams.core.alerts.spike import Entering, entering_of
 from streams.core.claim import fact_key
+from streams.core.entry import Entry as Resolved
 from streams.core.policy import CompiledPolicy
 
 #: [clock µs, fact key, Entering or None, the new claims' observations or None]
@@ -28,15 +29,18 @@ def entry_of(
     decision: Mapping[str, Any],
     previous_outcome: str | None,
     now_us: int,
+    resolved: Sequence[Resolved] | None = None,
 ) -> tuple[FactTrack, Entry]:
     """One decision of a fact, decided at `now_us`: the fact's track after it, and its entry.
 
     `previous_outcome` is the outcome of the fact's decision before this one (None for the
     first): the fact enters conflict when this one is a conflict and that was not.
+    `resolved`: the resolution's entries of the decision's claims, in their order (see
+    `lag_fact.observe`), when the caller has them.
     """
     name = str(decision["field"])
     key = fact_key(decision["subject"], name)
-    track, observations = observe(policy.rule(name), track, decision, now_us)
+    track, observations = observe(policy.rule(name), track, decision, now_us, resolved)
     entering = None
     if decision.get("outcome") == "conflict" and previous_outcome != "conflict":
         entering = entering_of(decision)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack, OwnerValue
+from streams.core.entry import Entry
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import FieldRule, is_owner
 from streams.core.timeutil import TimestampError, parse_rfc3339
@@ -35,23 +36,31 @@ Observation = list[Any]
 
 
 def observe(
-    rule: FieldRule, fact: FactTrack | None, decision: Mapping[str, Any], now: int
+    rule: FieldRule,
+    fact: FactTrack | None,
+    decision: Mapping[str, Any],
+    now: int,
+    entries: Sequence[Entry] | None = None,
 ) -> tuple[FactTrack, list[Observation] | None]:
     """Take in one decision of a fact: its track after it, and the observations of new claims.
 
     None (not a list) when the decision brought no claim that earlier ones did not: the
     detector then does not count it among the decisions it judges silence against.
+    `entries` are the resolution's entries the decision was made of, in the order of its
+    `claims` (`resolve_entries`): their times and normalized values are then taken as
+    they are instead of being worked out again from the record; the result is the same.
     """
     fact = fact if fact is not None else FactTrack(touched=now)
     claims: Sequence[Mapping[str, Any]] = decision.get("claims") or ()
     known = set(fact.ids)
     tags = [id_tag(c.get("claim_id")) for c in claims]
-    new = [c for c, tag in zip(claims, tags, strict=True) if tag not in known]
+    new = [i for i, tag in enumerate(tags) if tag not in known]
     fact.ids = tags
     fact.touched = now
     if not new:
         return fact, None
-    _owner(rule, fact, decision, new)
+    read = _Claims(rule, claims, entries)
+    _owner(rule, fact, decision, new, read)
     # the owner's values as compared, made when a claim first needs them (the claims
     # below change what the values remember of sources, never the values themselves)
     canons: list[Canon | None] | None = None
@@ -62,8 +71,39 @@ def observe(
             canons = [_canon(rule, v.status, v.value) for v in fact.values]
         return canons
 
-    seen = (_claim(rule, fact, canons_of, claim) for claim in new)
+    seen = (_claim(rule, fact, canons_of, read, i) for i in new)
     return fact, [o for o in seen if o is not None]
+
+
+class _Claims:
+    """A decision's claims, their times and compared values read from the record or entries."""
+
+    __slots__ = ("claims", "entries", "rule")
+
+    def __init__(
+        self,
+        rule: FieldRule,
+        claims: Sequence[Mapping[str, Any]],
+        entries: Sequence[Entry] | None,
+    ) -> None:
+        self.rule = rule
+        self.claims = claims
+        self.entries = entries
+
+    def time(self, i: int) -> int | None:
+        """The claim's observation time (µs), or None when it has none that parses."""
+        if self.entries is not None:
+            observed = self.entries[i].claim.observed_us
+            if observed is not None:  # the record shows exactly this time
+                return observed
+        return _time(self.claims[i])
+
+    def canon(self, i: int) -> Canon | None:
+        """The claim's value as compared; None when it is rejected, no evidence or invalid."""
+        if self.entries is not None:
+            entry = self.entries[i]
+            return None if entry.disposition == "rejected" else entry.canon
+        return _claim_canon(self.rule, self.claims[i])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -78,25 +118,25 @@ def id_tag(name: Any) -> str:
 
 
 def _owner(
-    rule: FieldRule, fact: FactTrack, decision: Mapping[str, Any], new: list[Mapping[str, Any]]
+    rule: FieldRule, fact: FactTrack, decision: Mapping[str, Any], new: list[int], read: _Claims
 ) -> None:
     """Record the owner's value when it won the decision; a different one is a change."""
     if decision.get("outcome") != "resolved":
         return
-    owners = [c for c in new if is_owner(rule, str(c.get("source")))]
+    claims = read.claims
+    owners = [i for i in new if is_owner(rule, str(claims[i].get("source")))]
     if not owners:
         return  # (most decisions: the winner's value is then not needed)
-    claims = decision.get("claims") or ()
-    winner = next((c for c in claims if c.get("disposition") == "won"), None)
-    won = _claim_canon(rule, winner) if winner is not None else None
+    winner = next((i for i, c in enumerate(claims) if c.get("disposition") == "won"), None)
+    won = read.canon(winner) if winner is not None else None
     if won is None:
         return
     agree = rule.normalizer.agree
     firsts = []
-    for claim in owners:
-        at, canon = _time(claim), _claim_canon(rule, claim)
+    for i in owners:
+        at, canon = read.time(i), read.canon(i)
         if at is not None and canon is not None and agree(canon, won):
-            firsts.append((at, str(claim.get("claim_id")), claim))
+            firsts.append((at, str(claims[i].get("claim_id")), claims[i]))
     if not firsts:
         return
     at, _, first = min(firsts, key=lambda f: (f[0], f[1]))
@@ -119,13 +159,15 @@ def _claim(
     rule: FieldRule,
     fact: FactTrack,
     canons_of: Callable[[], list[Canon | None]],
-    claim: Mapping[str, Any],
+    read: _Claims,
+    i: int,
 ) -> Observation | None:
     """What a new claim of a non-owner source shows (None for the owner's, or no time)."""
+    claim = read.claims[i]
     source = str(claim.get("source"))
     if is_owner(rule, source):
         return None
-    at = _time(claim)
+    at = read.time(i)
     if at is None:
         return None
     disposition = claim.get("disposition")
@@ -134,7 +176,7 @@ def _claim(
     )
     if not fact.values:  # no owner's value to compare with (its canon is not needed)
         return [source, at, flags, None, 0]
-    canon = _claim_canon(rule, claim)
+    canon = read.canon(i)
     if canon is None:
         return [source, at, flags, None, 0]
     agree = rule.normalizer.agree
