@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any, Final
 
 from schemas.policy import Authority
@@ -28,6 +29,7 @@ _ENVELOPE_ORDER: Final = (
     "tool",
     "trace_id",
 )
+_USUAL: Final = frozenset(_ENVELOPE_ORDER)
 
 
 def decision_id(policy_version: str, fact: str, pairs: list[tuple[str, str]]) -> str:
@@ -50,10 +52,7 @@ def action_for(outcome: str, winner_class: Authority | None, rule: FieldRule) ->
 def claim_record(entry: Entry) -> dict[str, Any]:
     """The envelope of a claim as sent, plus authority, lineage and disposition."""
     envelope = entry.claim.envelope
-    record: dict[str, Any] = {k: envelope[k] for k in _ENVELOPE_ORDER if k in envelope}
-    if len(record) != len(envelope):  # keys beyond the usual ones (or `authority`)
-        for key in sorted(k for k in envelope if k not in record and k != "authority"):
-            record[key] = envelope[key]
+    record: dict[str, Any] = {k: envelope[k] for k in _record_keys(envelope)}
     if entry.disposition == "rejected":  # it may be rejected for a number no encoder takes
         record = {k: fit_for_json(v) for k, v in record.items()}
     if entry.claim.observed_us is not None:
@@ -71,6 +70,28 @@ def claim_record(entry: Entry) -> dict[str, Any]:
     if not entry.registered:
         record["unregistered"] = True
     return record
+
+
+#: The record keys of an envelope, per the envelope's keys as sent (producers send a few
+#: key sets; past this many the order is worked out at each record instead of kept).
+_KEY_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_MAX_KEY_ORDERS: Final = 1024
+
+
+def _record_keys(envelope: Mapping[str, Any]) -> tuple[str, ...]:
+    """The envelope's keys as a record shows them: the usual ones in order, the rest sorted.
+
+    `authority` is left out: a record shows it apart, as `claimed_authority`.
+    """
+    sent = tuple(envelope)
+    keys = _KEY_ORDERS.get(sent)
+    if keys is None:
+        usual = [k for k in _ENVELOPE_ORDER if k in envelope]
+        rest = sorted(k for k in sent if k not in _USUAL and k != "authority")
+        keys = (*usual, *rest)
+        if len(_KEY_ORDERS) < _MAX_KEY_ORDERS:
+            _KEY_ORDERS[sent] = keys
+    return keys
 
 
 def alternative(entry: Entry, rule: FieldRule) -> dict[str, Any]:
