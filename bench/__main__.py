@@ -79,7 +79,17 @@ def main() -> int:
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
     wanted = os.environ.get("CLAIMWATCH_BENCH", "core,compiled,pipeline,replay,text,argue,restart")
     chosen = {name.strip() for name in wanted.split(",") if name.strip()}
-    known = {"core", "compiled", "pipeline", "replay", "text", "argue", "restart", "loop"}
+    known = {
+        "core",
+        "compiled",
+        "pipeline",
+        "replay",
+        "text",
+        "argue",
+        "restart",
+        "loop",
+        "instructions",
+    }
     unknown = chosen - known
     if unknown:
         print(f"CLAIMWATCH_BENCH: unknown benchmark(s) {', '.join(sorted(unknown))}")
@@ -113,6 +123,10 @@ def main() -> int:
 
         print("argue: grounded and preferred extensions vs the reference ...", flush=True)
         results["argue"] = figures = argue_bench.run()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "instructions" in chosen:  # not in the default set: it needs valgrind installed
+        print("instructions: the claims runtime vs the streaming baseline, counted ...", flush=True)
+        results["instructions"] = figures = _side("bench.instructions")
         print(json.dumps(figures, indent=2), flush=True)
     if "loop" in chosen:  # not in the default set: it needs uvloop installed
         print("loop: the worker on the asyncio loop vs uvloop, in turns ...", flush=True)

@@ -100,13 +100,19 @@ async def committed_rate(
     raise RuntimeError(f"{child.name}: offsets of {group} did not reach the end in {timeout}s")
 
 
-def fresh_claims(facts: int, tag: str) -> Iterator[Produced]:
-    """Workload claims as keyed messages, endlessly: unique ids, observed_at = now."""
+def fresh_claims(
+    facts: int, tag: str, clock: Callable[[], int] | None = None
+) -> Iterator[Produced]:
+    """Workload claims as keyed messages, endlessly: unique ids, observed_at = now.
+
+    `clock` gives "now" in microseconds (default: the wall clock).
+    """
+    now = clock or (lambda: time.time_ns() // 1000)
     rounds = 0
     while True:
         for claim in claims(facts, 10, seed=rounds):
             claim["claim_id"] = f"{tag}-{rounds}-{claim['claim_id']}"
-            claim["observed_at"] = format_rfc3339(time.time_ns() // 1000)
+            claim["observed_at"] = format_rfc3339(now())
             key = f"{claim['subject']}|{claim['field']}".encode()
             yield key, orjson.dumps(claim), partition_for(key, PARTITIONS)
         rounds += 1
