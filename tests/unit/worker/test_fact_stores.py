@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import orjson
@@ -68,3 +69,17 @@ def test_the_stored_form_embeds_as_the_packed_claim() -> None:
     one = claim("c-1", "billing-api", "paid")
     assert orjson.dumps([one.stored]) == b"[null]"
     assert orjson.dumps(_state("c-1").to_obj()["c"]) == orjson.dumps([stored_form(one)])
+
+
+def test_a_stored_form_holds_about_its_own_size() -> None:
+    """A kept stored form holds its bytes, not the 4 KiB buffer orjson wrote them into."""
+    made = [claim(f"c-{n}", "billing-api", "paid") for n in range(500)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        forms = [stored_form(c) for c in made]
+        held = (tracemalloc.get_traced_memory()[0] - before) / len(forms)
+    finally:
+        tracemalloc.stop()
+    size = len(orjson.dumps(forms[0]))
+    assert held < 4 * size, f"{held:.0f} bytes held per stored form of {size} bytes"
