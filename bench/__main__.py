@@ -125,7 +125,7 @@ def main() -> int:
         results["argue"] = figures = argue_bench.run()
         print(json.dumps(figures, indent=2), flush=True)
     if "instructions" in chosen:  # not in the default set: it needs valgrind installed
-        print("instructions: the claims runtime vs the streaming baseline, counted ...", flush=True)
+        print("instructions: the claims runtime's instructions per claim, counted ...", flush=True)
         results["instructions"] = figures = _side("bench.instructions")
         print(json.dumps(figures, indent=2), flush=True)
     if "loop" in chosen:  # not in the default set: it needs uvloop installed

@@ -10,7 +10,7 @@ start-up and set-up cancelled out.
 It compares versions of the same code (run it before and after a change). It does not
 compare the runtime with the streaming baseline (`bench.plain_stream`), whose count is
 given for reference only: the two ran the same number of instructions a claim here
-(690,833 and 692,930) while the runtime took 1.65 times as long (155 vs 94 µs at 2,500
+(693,038 and 691,606) while the runtime took 1.65 times as long (155 vs 94 µs at 2,500
 claims), the baseline's share being native JSON code that runs more instructions per
 cycle than the interpreter's. Time ratios (`core`) are the speed figures.
 
@@ -29,16 +29,10 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Final
 
-from bench import plain_resolve
-from bench.pipeline_bench import fresh_claims, settle_zero_policy
-from bench.plain_stream import PlainStream
-from bench.workload import POLICY
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames
-from streams.worker.claims.edge import Runtime
+from bench import plain_stream
+from bench.pipeline_bench import fresh_claims
 
 #: Claims of the two runs per side (five per fact).
 SMALL: Final = 500
@@ -59,16 +53,10 @@ def records(claims: int) -> list[tuple[bytes, bytes, int]]:
 def run(side: str, claims: int) -> None:
     """Decide `claims` claims with one side (what callgrind counts)."""
     items = records(claims)
-    now = START_US + claims * STEP_US + 1_000_000
     if side == "runtime":
-        policy = load_policy(settle_zero_policy(Path(".cache/bench/instructions-settle0.yaml")))
-        runtime = Runtime(policy, TopicNames("bench."), 4, {})
-        for offset, (key, value, partition) in enumerate(items):
-            runtime.handle(partition, offset, key, value, now)
+        plain_stream.runtime_us(items, 4, now_us=START_US + claims * STEP_US + 1_000_000)
     else:
-        stream = PlainStream(plain_resolve.compile_policy(str(POLICY)), 4)
-        for _key, value, partition in items:
-            stream.handle(value, partition)
+        plain_stream.step_us(items, 4)
 
 
 def _counted(side: str, claims: int) -> int:

@@ -99,12 +99,17 @@ def step_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> flo
     return (time.perf_counter() - started) * 1e6 / len(items)
 
 
-def runtime_us(records: Iterable[tuple[bytes, bytes, int]], partitions: int) -> float:
-    """Microseconds per claim of the worker's claims runtime over the same records."""
+def runtime_us(
+    records: Iterable[tuple[bytes, bytes, int]], partitions: int, now_us: int | None = None
+) -> float:
+    """Microseconds per claim of the worker's claims runtime over the same records.
+
+    `now_us` is every record's broker time (default: the wall clock when they are handed in).
+    """
     policy = load_policy(settle_zero_policy(Path(".cache/bench/plain-stream-settle0.yaml")))
     runtime = Runtime(policy, TopicNames("bench."), partitions, {})
     items = list(records)
-    now = time.time_ns() // 1000
+    now = now_us if now_us is not None else time.time_ns() // 1000
     started = time.perf_counter()
     for offset, (key, value, partition) in enumerate(items):
         runtime.handle(partition, offset, key, value, now)

@@ -83,11 +83,12 @@ class FactState:
         `claim_form` gives each claim's stored form (by default `pack`; a store may give
         `pack`'s output already serialized, made once per claim).
         """
+        form = claim_form or pack
         obj: dict[str, Any] = {
             "s": self.subject,
             "f": self.field,
             "p": self.partition,
-            "c": [(claim_form or pack)(c) for c in self.claims],
+            "c": [form(c) for c in self.claims],
         }
         if self.seen:
             obj["n"] = {cid: [h, t] for cid, (h, t) in self.seen.items()}

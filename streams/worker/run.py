@@ -33,7 +33,7 @@ from streams.worker.liveness import BrokerWatch, CrashBudget
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
-from streams.worker.settings import WorkerSettings
+from streams.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
 from streams.worker.store import partition_scan
 from streams.worker.verdicts.agents import install_verdicts
 from streams.worker.verdicts.edge import VerdictsEdge
@@ -63,7 +63,7 @@ class ClaimwatchWorker(Worker):
     are dropped.
     """
 
-    stop_timeout_s: float = 30.0
+    stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
     _overdue: threading.Timer | None = None
 
     def _schedule_shutdown(self, signal: signal.Signals) -> None:

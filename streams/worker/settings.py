@@ -11,6 +11,8 @@ from streams.wire.kafka import env_bootstrap, env_prefix
 
 #: The store the worker keeps its tables in unless told otherwise (`--store`).
 DEFAULT_STORE: Final = "rocksdb://"
+#: Seconds a stop may take before the worker ends at once (`CLAIMWATCH_STOP_TIMEOUT_S`).
+DEFAULT_STOP_TIMEOUT_S: Final = 30.0
 
 
 @dataclass(slots=True)
@@ -64,5 +66,7 @@ class WorkerSettings:
     #: a stop asked for (SIGTERM, SIGINT) that has not finished after this many seconds
     #: ends the process at once, exit 4 (a stop waits on the broker, which may be gone)
     stop_timeout_s: float = field(
-        default_factory=lambda: float(os.environ.get("CLAIMWATCH_STOP_TIMEOUT_S", "30"))
+        default_factory=lambda: float(
+            os.environ.get("CLAIMWATCH_STOP_TIMEOUT_S", str(DEFAULT_STOP_TIMEOUT_S))
+        )
     )
