@@ -25,6 +25,12 @@ from streams.core.state import FactState, content_hash
 #: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
 MAX_CLAIMS_PER_FACT = 64
 MAX_SEEN_PER_FACT = 256
+#: The deadline index is rebuilt without its superseded entries once they outnumber the
+#: live ones by this many (each claim that moves a fact's deadline leaves one behind).
+COMPACT_SLACK = 1_024
+
+#: A deadline index entry: when, and which fact.
+Due = tuple[int, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +85,16 @@ class PartitionProcessor:
         self.clock_us = clock_us
         #: input offset of the record being processed (recorded with each decision)
         self.position: int | None = None
-        self._due: list[tuple[int, str]] = []
+        self._due: list[Due] = []
+        #: the entry of each fact's latest deadline (the only one of its entries that can
+        #: still be live: an older one has been superseded, see `_schedule`)
+        self._latest: dict[str, Due] = {}
 
     def rebuild(self, states: Iterable[FactState]) -> None:
         """Re-index the pending deadlines of restored facts (after recovery)."""
         self._due = [(s.due_us, s.key) for s in states if s.due_us is not None]
         heapq.heapify(self._due)
+        self._latest = {entry[1]: entry for entry in self._due}
 
     def resend_since(self, states: Iterable[FactState], offset: int) -> StepResult:
         """Re-send, after a restart at input `offset`, the decisions made from there on.
@@ -132,8 +142,8 @@ class PartitionProcessor:
                 if len(result.decisions) >= most:
                     yield result
                     result = StepResult()
-        self._due = [(d, k) for d, k in self._due if k in self.facts]
-        heapq.heapify(self._due)
+        self._latest = {k: e for k, e in self._latest.items() if k in self.facts}
+        self._compact()
         yield result
 
     def on_claim(self, claim: Claim) -> StepResult:
@@ -218,7 +228,10 @@ class PartitionProcessor:
         if clock is None:
             return
         while self._due and self._due[0][0] <= clock:
-            due, key = heapq.heappop(self._due)
+            entry = heapq.heappop(self._due)
+            due, key = entry
+            if self._latest.get(key) is entry:
+                del self._latest[key]
             state = self.facts.get(key)
             if state is None or state.due_us != due:
                 continue  # superseded entry
@@ -251,7 +264,22 @@ class PartitionProcessor:
         if state.due_us is not None and state.due_us <= due_us and state.window is None:
             return
         state.due_us = due_us
-        heapq.heappush(self._due, (due_us, state.key))
+        entry = (due_us, state.key)
+        heapq.heappush(self._due, entry)
+        self._latest[state.key] = entry
+        if len(self._due) > 2 * len(self._latest) + COMPACT_SLACK:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the superseded entries of the deadline index (`_close_due` skips them).
+
+        Only a fact's latest entry can match its `due_us`: `_schedule` sets both together.
+        Without this the index keeps one entry per claim that moved a deadline (about five
+        a fact in a replay), which is memory held for nothing until the clock passes them.
+        The facts are not read: a store may have to decode them.
+        """
+        self._due = [e for e in self._due if self._latest.get(e[1]) is e]
+        heapq.heapify(self._due)
 
     def _prune(self, state: FactState, rule: FieldRule, now: int) -> None:
         floor = now - _horizon(rule)
