@@ -12,7 +12,10 @@ what makes the buffer safe and drops the rest:
   never commits an input offset whose state is not in the changelog;
 - when the broker acknowledges a change, its offset is recorded in the store
   (`set_persisted_offset`), as Faust's own delivery callback does, so a restart with its
-  local state reads only the changelog records after it;
+  local state reads only the changelog records after it. One acknowledgement answers many
+  records: the highest offset of each partition is written once, at the next
+  `send_changes` (one store write per acknowledged burst, not one per record; a crash
+  before it costs a restart a few more changelog records to read, never an entry);
 - every change of one table goes by one path, in the order made: a write queued here is
   never overtaken by an older one still in Faust's buffer. Under exactly-once
   (`in_transaction`) the writes go through Faust's table, whose records join the
@@ -56,6 +59,8 @@ class DirectTable(MutableMapping[bytes, bytes]):
         #: the partition a write belongs to (default: the record being processed's)
         self._partition_of = partition_of or current_partition
         self._changes: list[tuple[bytes, bytes | None, int]] = []
+        #: the highest acknowledged changelog offset of each partition not yet recorded
+        self._acked: dict[Any, int] = {}
         #: the changelog topic's name
         self.topic = str(table.changelog_topic.get_topic_name())
 
@@ -98,7 +103,9 @@ class DirectTable(MutableMapping[bytes, bytes]):
         """Hand the queued changes to the producer, in order; persist offsets on delivery.
 
         `admit` tracks each delivery future (the agent's bound on records in flight).
+        The offsets acknowledged since the last call are recorded first.
         """
+        self.persist_acked()
         if not self._changes:
             return
         changes, self._changes = self._changes, []
@@ -107,11 +114,21 @@ class DirectTable(MutableMapping[bytes, bytes]):
             delivery.add_done_callback(self._persist)
             await admit(delivery)
 
+    def persist_acked(self) -> None:
+        """Record in the store the highest acknowledged offset of each partition."""
+        if not self._acked:
+            return
+        acked, self._acked = self._acked, {}
+        for tp, offset in acked.items():
+            self.table.data.set_persisted_offset(tp, offset)
+
     def _persist(self, delivery: Delivery) -> None:
         if delivery.cancelled() or delivery.exception() is not None:
             return  # the agent's in-flight bound counts and logs the failure
         sent = delivery.result()
-        self.table.data.set_persisted_offset(sent.topic_partition, sent.offset)
+        tp = sent.topic_partition
+        if sent.offset > self._acked.get(tp, -1):
+            self._acked[tp] = sent.offset
 
 
 def current_partition() -> int:

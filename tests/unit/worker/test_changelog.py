@@ -119,7 +119,26 @@ async def test_the_persisted_offset_follows_deliveries_only() -> None:
     producer.deliveries[0].set_result(_Sent(tp, 40))
     producer.deliveries[1].set_exception(RuntimeError("broker refused"))
     await asyncio.sleep(0)
+    direct.persist_acked()
     assert {tp: 40} == table.data.persisted
+
+
+async def test_an_acknowledged_burst_is_recorded_once_at_its_highest_offset() -> None:
+    """Many deliveries acknowledged together: one store write per partition, the highest."""
+    table, direct = _direct(partition=1)
+    producer = _Producer()
+    writes: list[tuple[_TP, int]] = []
+    table.data.set_persisted_offset = lambda tp, offset: writes.append((tp, offset))  # type: ignore[method-assign]
+    for n in range(5):
+        direct[b"k%d" % n] = b"v"
+    await direct.send_changes(producer, _admit)
+    tp = _TP("p.facts-changelog", 1)
+    for offset, delivery in zip([7, 9, 8, 10, 11], producer.deliveries, strict=True):
+        delivery.set_result(_Sent(tp, offset))
+    await asyncio.sleep(0)
+    assert [] == writes  # recorded at the next send_changes, not in the callbacks
+    await direct.send_changes(producer, _admit)
+    assert [(tp, 11)] == writes
 
 
 async def test_under_transactions_every_write_goes_through_faust() -> None:
