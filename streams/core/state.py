@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack
 from streams.core.claim import Claim, EnvelopeError, claim_from_envelope, fact_key
-from streams.core.timeutil import format_rfc3339
+from streams.core.timeutil import as_rfc3339, format_rfc3339
 
 #: Short names of the envelope keys in stored state; other keys go under "x".
 _SHORT: Final = {
@@ -141,7 +141,7 @@ def pack(claim: Claim) -> dict[str, Any]:
         elif (
             key == "observed_at"
             and claim.observed_us is not None
-            and (value == format_rfc3339(claim.observed_us))
+            and value == as_rfc3339(value, claim.observed_us)  # canonical: no rendering
         ):
             packed[short] = claim.observed_us
         else:

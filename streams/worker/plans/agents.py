@@ -91,6 +91,11 @@ def install_plans(
         """Books built before recovery finished are incomplete: rebuild them."""
         edge.forget()
 
+    @pipe.plan_facts.on_recover
+    async def on_plan_facts_recovered() -> None:
+        """The list of facts some plan reads was made before recovery finished: list again."""
+        edge.forget()
+
     # books of moved partitions are dropped and rebuilt from the table on their next record
     forget_on_rebalance(app, names.plans, edge.forget)
 

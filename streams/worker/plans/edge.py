@@ -100,6 +100,10 @@ class PlansEdge:
     facts_table: MutableMapping[bytes, bytes]
     resolutions: Mapping[bytes, bytes]
     _books: PerPartition[PlanBook] = field(init=False)
+    #: the keys of `facts_table` (facts some plan reads), listed on first use after each
+    #: `forget` and kept with every write here: a decision of a fact no plan reads (nearly
+    #: every decision) is passed over without a store lookup
+    _read: set[bytes] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._books = PerPartition(self._restored_book)
@@ -109,6 +113,7 @@ class PlansEdge:
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory plan books (on rebalance, after recovery); rebuilt from the table."""
         self._books.forget(partitions)
+        self._read = None
 
     def book(self, partition: int) -> PlanBook:
         """The plan book of a partition, restored from the table on first use."""
@@ -255,7 +260,9 @@ class PlansEdge:
     def on_decided(self, key: bytes, record: dict[str, Any]) -> PlansHandled:
         """A decision the worker just made on this fact's partition (handed over in process)."""
         out = PlansHandled()
-        if key not in self.facts_table:
+        if self._read is None:
+            self._read = set(self.facts_table)
+        if key not in self._read:
             return out  # no plan reads this fact
         try:
             view = DecisionView.from_record(record)
@@ -307,8 +314,12 @@ class PlansEdge:
         """Write (or delete, when no plan reads it) one fact's state."""
         if state is None:
             self.facts_table.pop(key, None)
+            if self._read is not None:
+                self._read.discard(key)
         else:
             self.facts_table[key] = dumps(state.to_obj())
+            if self._read is not None:
+                self._read.add(key)
 
     def _notices(self, notices: list[Notice], out: PlansHandled) -> None:
         """Notices to `plans.updates`, each on its plan's home partition."""

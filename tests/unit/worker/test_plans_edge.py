@@ -181,6 +181,28 @@ def test_a_restarted_plan_side_rebuilds_from_its_table() -> None:
     assert 1 == len(cluster.statuses("notify"))
 
 
+def test_a_fact_side_table_restored_behind_the_edge_is_read_after_forget() -> None:
+    """Recovery rewrites the fact-side table; after its forget the edge sees who reads what."""
+    pay, other, missing = facts_on_both_workers()
+    cluster = Cluster()
+    cluster.send(NAMES.plans, b"plan-1", plan_body(pay, other, missing), None)
+    cluster.run()
+    worker = cluster.owner[partition_for(pay.encode(), PARTITIONS)]
+    assert worker == cluster.owner[partition_for(missing.encode(), PARTITIONS)]
+    facts = cluster.tables[worker][1]
+    saved = dict(facts)
+    facts.clear()  # the edge lists the facts read while its table is empty (mid-recovery)
+    cluster.decide(
+        missing, decision(missing, "dec_9", "resolved", "proceed", "2026-09-14T09:00:30Z")
+    )
+    cluster.run()
+    facts.update(saved)  # the changelog restored it
+    cluster.edges[worker].forget()  # what the table's on_recover does
+    cluster.decide(pay, decision(pay, "dec_2", "conflict", "escalate", "2026-09-14T09:01:00Z"))
+    cluster.run()
+    assert ["waiting", "blocked"] == [s["status"] for s in cluster.statuses("refund")]
+
+
 def test_malformed_plans_go_to_the_dead_letter_topic_with_bytes_and_reason() -> None:
     """Not JSON, a missing field, a bad fact key, a repeated step id: DLQ, nothing stored."""
     cluster = Cluster()
