@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.tree_memory import TreePeak
 from bench.workload import NOW, POLICY
 from streams.wire.kafka import env_bootstrap
 from streams.wire.topics import TopicNames
@@ -92,6 +93,29 @@ def side(mode: str, target: str, claims: int) -> dict[str, Any]:
     import streams.cli.main  # noqa: F401  (imported before the clock starts, as for every side)
 
     policy = str(POLICY)
+    with TreePeak(every=0.25) as tree:  # the same light sampling on every side
+        seconds = _timed(mode, target, claims, policy)
+    return {
+        "mode": mode,
+        "claims": claims,
+        "seconds": round(seconds, 3),
+        "claims_per_s": round(claims / seconds),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # the largest process it forked (resolve and replay share a big file out: each of
+        # their processes holds its own share of the facts)
+        "children_peak_rss_mib": round(
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
+        ),
+        # what the whole process tree held at once (sampled every 0.25 s): RSS counts a
+        # page shared after fork in every process (an upper bound), PSS splits it
+        "tree_peak_rss_mib": tree.rss_mib,
+        "tree_peak_pss_mib": tree.pss_mib,
+        "processes": tree.processes,
+    }
+
+
+def _timed(mode: str, target: str, claims: int, policy: str) -> float:
+    """Seconds of one side's work."""
     if mode == "file-replay":
         seconds = _cli("replay", "--policy", policy, "--input", target, "--out", os.devnull)
     elif mode == "file-resolve":
@@ -109,18 +133,7 @@ def side(mode: str, target: str, claims: int) -> dict[str, Any]:
             raise RuntimeError(f"read {read} records, expected {claims}")
     else:
         raise SystemExit(f"unknown mode {mode!r}")
-    return {
-        "mode": mode,
-        "claims": claims,
-        "seconds": round(seconds, 3),
-        "claims_per_s": round(claims / seconds),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        # the largest process it forked (resolve and replay share a big file out: each of
-        # their processes holds its own share of the facts)
-        "children_peak_rss_mib": round(
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
-        ),
-    }
+    return seconds
 
 
 def _side(mode: str, target: str, claims: int) -> dict[str, Any]:
