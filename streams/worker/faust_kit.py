@@ -32,7 +32,7 @@ from streams.worker.edge import (
     tick_value,
 )
 from streams.worker.liveness import CrashBudget
-from streams.worker.metrics import Metrics, dlq_reason_label
+from streams.worker.metrics import Metrics, Tally, dlq_reason_label, increment
 from streams.worker.pages import recovering
 
 AgentFun = Callable[[Any], Awaitable[None]]
@@ -236,14 +236,20 @@ async def send_counted(
     count(metrics, sends, events)
 
 
-def count(metrics: Metrics, sends: Iterable[Outgoing], events: Iterable[str]) -> None:
-    """Count an edge's events, and its dead letters by reason."""
+def count(
+    metrics: Metrics,
+    sends: Iterable[Outgoing],
+    events: Iterable[str],
+    tally: Tally | None = None,
+) -> None:
+    """Count an edge's events, and its dead letters by reason (into `tally`, when given)."""
+    add = tally.add if tally is not None else increment
     for out in sends:
         if out.headers:
             reason = dict(out.headers).get("claimwatch.reason", b"").decode()
-            metrics.dead_letters.labels(dlq_reason_label(reason)).inc()
+            add(metrics.dead_letters, dlq_reason_label(reason))
     for name in events:
-        metrics.events.labels(name).inc()
+        add(metrics.events, name)
 
 
 async def send_through(topic: Any, out: Outgoing) -> None:

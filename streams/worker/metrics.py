@@ -173,6 +173,35 @@ class Metrics:
         return base if base in self._sources else "other"
 
 
+class Tally:
+    """Counter increments summed in memory and added to their series by `flush`.
+
+    The claims agent counts several series per record; each `labels(...).inc()` takes the
+    series' lock and builds its label tuple (about 2 % of the worker's time). It tallies a
+    batch of records here instead and flushes once the batch is handled: a scrape sees the
+    counts at most one batch (10 ms, 500 records) late.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[Counter, tuple[str, ...]], int] = {}
+
+    def add(self, counter: Counter, *labels: str) -> None:
+        """One more of `counter` with these label values."""
+        key = (counter, labels)
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def flush(self) -> None:
+        """Add what was tallied to the series, and start again from nothing."""
+        counts, self._counts = self._counts, {}
+        for (counter, labels), n in counts.items():
+            counter.labels(*labels).inc(n)
+
+
+def increment(counter: Counter, *labels: str) -> None:
+    """One more of `counter` with these label values, at once (what a `Tally` defers)."""
+    counter.labels(*labels).inc()
+
+
 #: The bounded label values of DLQ reasons.
 DLQ_REASONS = (
     "not_json",

@@ -24,7 +24,7 @@ from streams.worker.faust_kit import (
     send_through,
     topics_of,
 )
-from streams.worker.metrics import Metrics
+from streams.worker.metrics import Metrics, Tally
 
 #: How often the detectors' entries are sent at least, when no tick comes (seconds).
 ENTRIES_EVERY_S = 1.0
@@ -71,6 +71,7 @@ def install_claims(
             await in_flight.admit(asyncio.ensure_future(sent))
 
     guard = RecordGuard(pipe.names, send, metrics)
+    tally = Tally()  # the batch's counts, added to their series once it is handled
 
     async def decide_one(record: Record) -> None:
         started = time.perf_counter()
@@ -88,7 +89,7 @@ def install_claims(
         if on_decision is not None:
             for (key, _body), decided in zip(handled.resolutions, handled.decided, strict=True):
                 await on_decision(key, decided.record)
-        _count(metrics, handled)
+        _count(metrics, handled, tally)
         metrics.latency.observe(time.perf_counter() - started)
 
     drained = time.monotonic()
@@ -97,6 +98,7 @@ def install_claims(
         # the decisions of the last second (or a full record's worth), summed up per field;
         # a crash may cost the detectors that second, as it may their state's last second
         nonlocal drained
+        tally.flush()
         now = time.monotonic()
         if runtime.staged_full() or now - drained >= ENTRIES_EVERY_S:
             drained = now
@@ -137,21 +139,24 @@ def install_claims(
         return web.json(loads(body))
 
 
-def _count(metrics: Metrics, handled: ClaimsHandled) -> None:
-    count(metrics, handled.sends, handled.events)
+def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:
+    count(metrics, handled.sends, handled.events, tally)
     claim = handled.claim
     if claim is not None:
         status = claim.status if isinstance(claim.status, str) else "invalid"
-        metrics.claims.labels(
+        tally.add(
+            metrics.claims,
             metrics.field(claim.field),
             metrics.source(claim.source),
-            status
-            if status in {"ok", "not_found", "forbidden", "unavailable", "error"}
-            else "other",
-        ).inc()
+            status if status in _STATUS_LABELS else "other",
+        )
     for decided in handled.decided:
         record = decided.record
         field = metrics.field(record["field"])
-        metrics.decisions.labels(field, record["outcome"]).inc()
+        tally.add(metrics.decisions, field, record["outcome"])
         if decided.conflict_event == "entered":
-            metrics.conflicts.labels(field, record["conflict_kind"] or "value").inc()
+            tally.add(metrics.conflicts, field, record["conflict_kind"] or "value")
+
+
+#: The claim statuses counted by name (any other is counted as `other`).
+_STATUS_LABELS = frozenset({"ok", "not_found", "forbidden", "unavailable", "error"})
