@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from schemas.durations import UNTIL_EDITED
 from schemas.policy import RANK, Authority, FieldPolicy, FieldType, OnConflict, Policy
 from streams.core.normalize import Normalizer, normalizer_for
 
@@ -52,6 +53,9 @@ class FieldRule:
     consequential: bool
     owner: str | None
     contract_version: str | None
+    #: how long a claim can still change a decision: freshness plus grace (capped at
+    #: `until_edited`); an older claim is dropped from its fact (made once per field)
+    horizon_us: int
 
 
 class CompiledPolicy:
@@ -91,12 +95,13 @@ class CompiledPolicy:
         known = spec is not None
         spec = spec if spec is not None else _UNKNOWN_FIELD
         defaults = self.policy.defaults
+        freshness = spec.freshness if spec.freshness is not None else defaults.freshness
         return FieldRule(
             name=field,
             spec=spec,
             normalizer=normalizer_for(spec),
             known=known,
-            freshness_us=spec.freshness if spec.freshness is not None else defaults.freshness,
+            freshness_us=freshness,
             on_conflict=spec.on_conflict or defaults.on_conflict,
             clock_skew_us=defaults.clock_skew,
             settle_us=spec.settle if spec.settle is not None else defaults.settle,
@@ -105,6 +110,7 @@ class CompiledPolicy:
             consequential=spec.consequential,
             owner=spec.owner or self._sole_system_of_record(spec),
             contract_version=spec.contract_version,
+            horizon_us=min(freshness + defaults.grace, UNTIL_EDITED),
         )
 
     def _sole_system_of_record(self, spec: FieldPolicy) -> str | None:

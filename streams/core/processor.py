@@ -86,6 +86,7 @@ class PartitionProcessor:
         #: input offset of the record being processed (recorded with each decision)
         self.position: int | None = None
         self._due: list[Due] = []
+        self._max_lineages = policy.policy.defaults.max_lineages
         #: the entry of each fact's latest deadline (the only one of its entries that can
         #: still be live: an older one has been superseded, see `_schedule`)
         self._latest: dict[str, Due] = {}
@@ -197,7 +198,7 @@ class PartitionProcessor:
                 )
             return
         now = self._now()
-        horizon = _horizon(rule)
+        horizon = rule.horizon_us
         if claim.observed_us is not None and claim.observed_us < now - horizon:
             out.events.append("expired")
             out.dead_letters.append(
@@ -282,7 +283,7 @@ class PartitionProcessor:
         heapq.heapify(self._due)
 
     def _prune(self, state: FactState, rule: FieldRule, now: int) -> None:
-        floor = now - _horizon(rule)
+        floor = now - rule.horizon_us
         claims = [c for c in state.claims if (c.observed_us or now) >= floor]
         if rule.freshness_us >= UNTIL_EDITED:
             newest: dict[str, Claim] = {}
@@ -291,27 +292,30 @@ class PartitionProcessor:
                 if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
                     newest[claim.source] = claim
             claims = [c for c in claims if newest.get(c.source) is c]
-        claims = _cap_lineages(claims, self.policy, rule)
+        if len(claims) > self._max_lineages:  # fewer claims than the cap: nothing to cap
+            claims = _cap_lineages(claims, self.policy, rule)
         if len(claims) > MAX_CLAIMS_PER_FACT:
             claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
             claims = claims[-MAX_CLAIMS_PER_FACT:]
-        live = {c.claim_id for c in claims}
-        for dropped in state.claims:
-            if dropped.claim_id not in live:
-                when = dropped.observed_us if dropped.observed_us is not None else now
-                state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
-        state.claims = claims
-        seen = {k: v for k, v in state.seen.items() if v[1] >= floor}
-        if len(seen) > MAX_SEEN_PER_FACT:
-            seen = dict(sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))[-MAX_SEEN_PER_FACT:])
-        state.seen = seen
+        # `claims` is a sub-list of the fact's claims in their order (sorting above always
+        # drops some): as long means nothing was dropped, the usual case
+        if len(claims) != len(state.claims):
+            live = {c.claim_id for c in claims}
+            for dropped in state.claims:
+                if dropped.claim_id not in live:
+                    when = dropped.observed_us if dropped.observed_us is not None else now
+                    state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
+            state.claims = claims
+        seen = state.seen
+        if len(seen) > MAX_SEEN_PER_FACT or any(v[1] < floor for v in seen.values()):
+            seen = {k: v for k, v in seen.items() if v[1] >= floor}
+            if len(seen) > MAX_SEEN_PER_FACT:
+                ordered = sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
+                seen = dict(ordered[-MAX_SEEN_PER_FACT:])
+            state.seen = seen
 
     def _now(self) -> int:
         return self.clock_us if self.clock_us is not None else 0
-
-
-def _horizon(rule: FieldRule) -> int:
-    return min(rule.freshness_us + rule.grace_us, UNTIL_EDITED)
 
 
 def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None:

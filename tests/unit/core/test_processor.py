@@ -9,7 +9,7 @@ import pytest
 
 from streams.core.claim import Claim, claim_from_envelope
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import PartitionProcessor, StepResult
+from streams.core.processor import MAX_SEEN_PER_FACT, PartitionProcessor, StepResult
 from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import envelope
@@ -228,3 +228,32 @@ def test_flush_in_parts_decides_what_one_flush_decides(most: int) -> None:
     assert 20 == len(whole)
     assert whole == [d.record for part in parts for d in part.decisions]
     assert all(len(part.decisions) <= most for part in parts)
+
+
+def test_a_seen_id_is_forgotten_once_past_the_horizon_even_when_no_claim_is_dropped() -> None:
+    """An id kept as seen goes at the first prune past its horizon, a claim dropped or not."""
+    facts: dict[str, FactState] = {}
+    policy = policy_with(settle="0s")  # freshness 60 s, grace 30 s: a 90 s horizon
+    cap = policy.policy.defaults.max_lineages
+    proc = PartitionProcessor(policy, 0, facts)
+    proc.on_claim(claim("old", "src-0", "paid", T0))
+    proc.on_tick(T0 + 60 * SECOND)
+    for n in range(1, cap + 1):  # one lineage too many: the oldest one's claim is dropped
+        proc.on_claim(claim(f"c{n}", f"src-{n}", "paid", T0 + 60 * SECOND))
+    state = facts["invoice:1|payment_status"]
+    assert (cap, ["old"]) == (len(state.claims), list(state.seen))
+    proc.on_tick(T0 + 95 * SECOND)  # "old" is past the horizon, the others are not
+    proc.on_claim(claim("new", "src-1", "paid", T0 + 95 * SECOND))  # drops no claim
+    state = facts["invoice:1|payment_status"]
+    assert (cap + 1, []) == (len(state.claims), list(state.seen))
+
+
+def test_the_seen_ids_of_a_fact_stay_within_their_bound() -> None:
+    """However many claims a source replaces, a fact remembers MAX_SEEN_PER_FACT ids."""
+    facts: dict[str, FactState] = {}
+    proc = PartitionProcessor(policy_with(settle="0s", freshness="until_edited"), 0, facts)
+    for n in range(MAX_SEEN_PER_FACT + 40):
+        proc.on_claim(claim(f"c{n:04d}", "ledger-a", "paid", T0 + n * 1000))
+    state = facts["invoice:1|payment_status"]
+    kept = [f"c{n:04d}" for n in range(39, MAX_SEEN_PER_FACT + 39)]  # the newest replaced
+    assert (1, kept) == (len(state.claims), list(state.seen))
