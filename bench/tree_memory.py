@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 _MIB = 1024 * 1024
 
 
@@ -46,7 +45,7 @@ def sizes_of(pid: int) -> tuple[int, int]:
         rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return 0, 0
-    sizes = {}
+    sizes: dict[str, int] = {}
     for line in rollup.splitlines():
         name, _, rest = line.partition(":")
         if name in ("Rss", "Pss"):

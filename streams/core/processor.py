@@ -86,6 +86,7 @@ class PartitionProcessor:
         #: input offset of the record being processed (recorded with each decision)
         self.position: int | None = None
         self._due: list[Due] = []
+        #: the policy's `max_lineages` (read once: `_prune` runs at every claim)
         self._max_lineages = policy.policy.defaults.max_lineages
         #: the entry of each fact's latest deadline (the only one of its entries that can
         #: still be live: an older one has been superseded, see `_schedule`)
@@ -292,8 +293,7 @@ class PartitionProcessor:
                 if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
                     newest[claim.source] = claim
             claims = [c for c in claims if newest.get(c.source) is c]
-        if len(claims) > self._max_lineages:  # fewer claims than the cap: nothing to cap
-            claims = _cap_lineages(claims, self.policy, rule)
+        claims = _cap_lineages(claims, self.policy, rule, self._max_lineages)
         if len(claims) > MAX_CLAIMS_PER_FACT:
             claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
             claims = claims[-MAX_CLAIMS_PER_FACT:]
@@ -330,9 +330,10 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
     return min(upcoming) if upcoming else None
 
 
-def _cap_lineages(claims: list[Claim], policy: CompiledPolicy, rule: FieldRule) -> list[Claim]:
-    """The claims of the `max_lineages` lineages claimed most recently (ties by name)."""
-    limit = policy.policy.defaults.max_lineages
+def _cap_lineages(
+    claims: list[Claim], policy: CompiledPolicy, rule: FieldRule, limit: int
+) -> list[Claim]:
+    """The claims of the `limit` (`max_lineages`) lineages claimed most recently (ties by name)."""
     if len(claims) <= limit:
         return claims  # no more lineages than claims: nothing to cap (the common case)
     newest: dict[str, int] = {}

@@ -28,6 +28,8 @@ from streams.worker.metrics import Metrics, Tally
 
 #: How often the detectors' entries are sent at least, when no tick comes (seconds).
 ENTRIES_EVERY_S = 1.0
+#: The claim statuses counted by name (any other is counted as `other`).
+_STATUS_LABELS = frozenset({"ok", "not_found", "forbidden", "unavailable", "error"})
 #: Given each decision made (fact key, record) after it is sent (plan blocking)
 OnDecision = Callable[[bytes, dict[str, Any]], Awaitable[None]]
 
@@ -156,7 +158,3 @@ def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:
         tally.add(metrics.decisions, field, record["outcome"])
         if decided.conflict_event == "entered":
             tally.add(metrics.conflicts, field, record["conflict_kind"] or "value")
-
-
-#: The claim statuses counted by name (any other is counted as `other`).
-_STATUS_LABELS = frozenset({"ok", "not_found", "forbidden", "unavailable", "error"})
