@@ -69,9 +69,9 @@ class Claim:
     contract_error: str | None = None
     #: the key of the claim's fact (made once: the step asks for it several times a claim)
     fact_key: str = dc_field(default="", init=False, repr=False, compare=False)
-    #: the claim's stored form, made once by a store that writes it with its fact at every
-    #: change of the fact (the worker's fact table; see `FactState.to_obj`); else None
-    stored: Any = dc_field(default=None, init=False, repr=False, compare=False)
+    #: what a store that keeps the claim live between records works out about it once
+    #: instead of at every decision of its fact (the worker's fact table); else None
+    memo: ClaimMemo | None = dc_field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.fact_key = fact_key(self.subject, self.field)
@@ -94,6 +94,22 @@ class Claim:
         """The producer's `lineage` when it is a non-empty string, else None (the default)."""
         lineage = self.envelope.get("lineage")
         return lineage if isinstance(lineage, str) and lineage else None
+
+
+@dataclass(slots=True)
+class ClaimMemo:
+    """What is worked out once about a live claim, for the decisions of its fact to reuse.
+
+    Made only where claims stay live between records (the worker's fact table), not in a
+    replay, which holds every claim of a file and so would pay for it in memory. `stored`:
+    the claim's stored form, written with its fact at every change of the fact (see
+    `FactState.to_obj`); `verdict`: the part of its contract check that does not depend on
+    the clock, against `rule` (see `contract.check`).
+    """
+
+    stored: Any = None
+    rule: Any = None
+    verdict: Any = None
 
 
 def fact_key(subject: str, field: str) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import cast
 
 from schemas.durations import format_duration
 from schemas.statuses import EVIDENCE_STATUSES, STATUSES
-from streams.core.claim import Claim
+from streams.core.claim import Claim, ClaimMemo
 from streams.core.limits import clip, describe
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import FieldRule
@@ -30,8 +31,14 @@ class Verdict:
 NO_EVIDENCE = Verdict()
 
 
-def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
-    """Validate and normalize one claim against its field's rule at time `now_us`."""
+def check(claim: Claim, rule: FieldRule, now_us: int, memo: bool = False) -> Verdict:
+    """Validate and normalize one claim against its field's rule at time `now_us`.
+
+    With `memo`, the part of the check that does not depend on the clock (the contract
+    version, the status and the normalized value) is kept in the claim's `memo` and reused
+    by later checks against the same rule: a live claim is checked at every decision of its
+    fact. The verdict is the same either way.
+    """
     if claim.arrival_error is not None:
         return Verdict(error=claim.arrival_error)
     if claim.time_error is not None or claim.observed_us is None:
@@ -46,6 +53,20 @@ def check(claim: Claim, rule: FieldRule, now_us: int) -> Verdict:
         ahead = format_duration(claim.observed_us - now_us)
         skew = format_duration(rule.clock_skew_us)
         return Verdict(error=f"observed {ahead} in the future (allowed skew {skew})")
+    if not memo:
+        return _timeless(claim, rule, status)
+    kept = claim.memo
+    if kept is None:
+        kept = claim.memo = ClaimMemo()
+    elif kept.rule is rule and kept.verdict is not None:
+        return cast(Verdict, kept.verdict)
+    verdict = _timeless(claim, rule, status)
+    kept.rule, kept.verdict = rule, verdict
+    return verdict
+
+
+def _timeless(claim: Claim, rule: FieldRule, status: str) -> Verdict:
+    """The checks that come after the clock's: contract version, evidence, the value."""
     expected = rule.contract_version
     sent = claim.envelope.get("contract_version")
     if expected is not None and sent is not None and sent != expected:

@@ -76,8 +76,12 @@ class PartitionProcessor:
         facts: MutableMapping[str, FactState],
         clock_us: int | None = None,
         alerts: bool = False,
+        memo: bool = False,
     ) -> None:
         self.policy = policy
+        #: whether claims keep their clock-free checks in their memo (`contract.check`):
+        #: for a store that keeps claims live between records, not for one that holds all
+        self.memo = memo
         #: whether each new decision carries its detectors' entry (see core.alerts.entry)
         self.alerts = alerts
         self.partition = partition
@@ -210,7 +214,7 @@ class PartitionProcessor:
         if not rule.known:
             out.events.append("unknown_field")
         if arrival_error is None:
-            arrival_error = check(claim, rule, now).error
+            arrival_error = check(claim, rule, now, self.memo).error
         else:
             claim = replace(claim, arrival_error=arrival_error)
         if arrival_error is not None:
@@ -247,7 +251,7 @@ class PartitionProcessor:
         if not state.claims:
             del self.facts[state.key]
             return
-        record, resolved = resolve_entries(state.claims, self.policy, at_us)
+        record, resolved = resolve_entries(state.claims, self.policy, at_us, self.memo)
         if record["decision_id"] != state.last_id:
             entry = None
             if self.alerts:

@@ -39,9 +39,13 @@ def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dic
 
 
 def resolve_entries(
-    claims: Iterable[Claim], policy: CompiledPolicy, now_us: int
+    claims: Iterable[Claim], policy: CompiledPolicy, now_us: int, memo: bool = False
 ) -> tuple[dict[str, Any], list[Entry]]:
-    """`resolve`, with the entries the record was made of, in the order of its `claims`."""
+    """`resolve`, with the entries the record was made of, in the order of its `claims`.
+
+    `memo`: the claims' contract checks keep what they can in each claim's memo (see
+    `contract.check`), for a caller that decides the same live claims again and again.
+    """
     unique = dedupe(claims)
     if not unique:
         raise ValueError("resolve needs at least one claim")
@@ -52,7 +56,7 @@ def resolve_entries(
         view = policy.source_view(claim.field, claim.source)
         lineage = claim.lineage_label or view.lineage
         entry = Entry(claim, view.authority, view.rank, lineage, view.registered)
-        checked = check(claim, rule, now_us)
+        checked = check(claim, rule, now_us, memo)
         if checked.error is not None:
             entry.disposition, entry.error = "rejected", checked.error
         elif not checked.evidence:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack, OwnerValue
@@ -60,25 +60,20 @@ def observe(
     if not new:
         return fact, None
     read = _Claims(rule, claims, entries)
-    _owner(rule, fact, decision, new, read)
-    # the owner's values as compared, made when a claim first needs them (the claims
-    # below change what the values remember of sources, never the values themselves)
-    canons: list[Canon | None] | None = None
-
-    def canons_of() -> list[Canon | None]:
-        nonlocal canons
-        if canons is None:
-            canons = [_canon(rule, v.status, v.value) for v in fact.values]
-        return canons
-
-    seen = (_claim(rule, fact, canons_of, read, i) for i in new)
-    return fact, [o for o in seen if o is not None]
+    if rule.owner is not None:  # (a field without an owner has no owner's values)
+        _owner(rule, fact, decision, new, read)
+    observations = []
+    for i in new:
+        seen = _claim(rule, fact, read, i)
+        if seen is not None:
+            observations.append(seen)
+    return fact, observations
 
 
 class _Claims:
     """A decision's claims, their times and compared values read from the record or entries."""
 
-    __slots__ = ("claims", "entries", "rule")
+    __slots__ = ("_owner_canons", "claims", "entries", "rule")
 
     def __init__(
         self,
@@ -89,6 +84,19 @@ class _Claims:
         self.rule = rule
         self.claims = claims
         self.entries = entries
+        self._owner_canons: list[Canon | None] | None = None
+
+    def owner_canons(self, fact: FactTrack) -> list[Canon | None]:
+        """The owner's values as compared, made when a claim first needs them.
+
+        Made once per decision: its claims change what the values remember of sources,
+        never the values themselves.
+        """
+        canons = self._owner_canons
+        if canons is None:
+            rule = self.rule
+            canons = self._owner_canons = [_canon(rule, v.status, v.value) for v in fact.values]
+        return canons
 
     def time(self, i: int) -> int | None:
         """The claim's observation time (µs), or None when it has none that parses."""
@@ -155,17 +163,11 @@ def _owner(
     del fact.values[:-MAX_VALUES]
 
 
-def _claim(
-    rule: FieldRule,
-    fact: FactTrack,
-    canons_of: Callable[[], list[Canon | None]],
-    read: _Claims,
-    i: int,
-) -> Observation | None:
+def _claim(rule: FieldRule, fact: FactTrack, read: _Claims, i: int) -> Observation | None:
     """What a new claim of a non-owner source shows (None for the owner's, or no time)."""
     claim = read.claims[i]
     source = str(claim.get("source"))
-    if is_owner(rule, source):
+    if rule.owner is not None and is_owner(rule, source):
         return None
     at = read.time(i)
     if at is None:
@@ -180,7 +182,7 @@ def _claim(
     if canon is None:
         return [source, at, flags, None, 0]
     agree = rule.normalizer.agree
-    canons = canons_of()
+    canons = read.owner_canons(fact)
     match = -1
     for i in range(len(canons) - 1, -1, -1):
         known = canons[i]

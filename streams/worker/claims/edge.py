@@ -111,7 +111,9 @@ class Runtime:
             clock = int(raw) if raw is not None else None
             if clock is not None:
                 self._stored_clock[partition] = clock
-            proc = PartitionProcessor(self.policy, partition, self.facts, clock, self.alerts)
+            proc = PartitionProcessor(
+                self.policy, partition, self.facts, clock, self.alerts, self.facts.memo
+            )
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
             self._processors[partition] = proc

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-from streams.core.claim import Claim
+from streams.core.claim import Claim, ClaimMemo
 from streams.core.state import FactState, pack
 from streams.wire.codec import dumps, fragment, loads
 
@@ -19,6 +19,9 @@ class TableFacts(MutableMapping[str, FactState]):
     (and so its changelog) once per fact when the record is done (`flush`), instead of once
     per step that touched the fact.
     """
+
+    #: claims stay live here between records (a bounded cache): they keep a memo
+    memo = True
 
     def __init__(
         self,
@@ -104,14 +107,20 @@ def stored_form(claim: Claim) -> Any:
     A live claim is written again with its fact at every change of the fact (every claim
     of the fact, every decision): its part of the record is made once.
     """
-    form = claim.stored
+    memo = claim.memo
+    if memo is None:
+        memo = claim.memo = ClaimMemo()
+    form = memo.stored
     if form is None:
-        form = claim.stored = fragment(pack(claim))
+        form = memo.stored = fragment(pack(claim))
     return form
 
 
 class MemoryFacts(dict[str, FactState]):
     """FactState values kept as objects (replay, tests): nothing to encode."""
+
+    #: every claim of a replayed file is held here: no memo, for the memory's sake
+    memo = False
 
     def states_of(self, partition: int) -> Iterator[FactState]:
         """Every stored fact of one partition."""

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from schemas.durations import US_PER_S
 from schemas.policy import RANK, Authority
 from streams.core.claim import Claim, claim_from_envelope
-from streams.core.resolve import resolve
-from streams.core.timeutil import parse_rfc3339
+from streams.core.contract import check
+from streams.core.resolve import resolve, resolve_entries
+from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.policy.loading import load_policy
 from streams.wire.codec import dumps
 from tests.support.claims import claim
@@ -281,3 +282,28 @@ def test_decision_id_changes_when_the_claims_go_stale() -> None:
     assert ("resolved", "insufficient") == (fresh["outcome"], stale["outcome"])
     assert fresh["decision_id"] != stale["decision_id"]
     assert fresh["decision_id"].startswith("dec_")
+
+
+@PROPERTY
+@given(fact=facts(), offsets=st.lists(st.sampled_from(OFFSETS), min_size=1, max_size=4))
+def test_a_claims_memo_never_changes_a_decision(
+    fact: tuple[str, list[Claim]], offsets: list[int]
+) -> None:
+    """The same live claims decided at several clock times with their memo, as without it."""
+    _field, claims = fact
+    for offset in offsets:
+        now_us = NOW_US + offset * US_PER_S
+        expected, _ = resolve_entries(claims, POLICY, now_us)
+        actual, _ = resolve_entries(claims, POLICY, now_us, memo=True)
+        assert expected == actual
+
+
+def test_a_memoized_claim_is_still_judged_on_the_clock() -> None:
+    """A claim checked once is in the future again at an earlier clock: its memo skips no test."""
+    later = NOW_US + 10 * US_PER_S
+    ahead = claim("c-1", "billing-api", "paid", observed_at=format_rfc3339(later))
+    rule = POLICY.rule("payment_status")
+    first = check(ahead, rule, later, memo=True)
+    again = check(ahead, rule, NOW_US, memo=True)
+    assert (None, "observed 10s in the future (allowed skew 5s)") == (first.error, again.error)
+    assert ahead.memo is not None and first is ahead.memo.verdict
