@@ -32,6 +32,8 @@ from streams.worker.changelog import Delivery, DirectTable
 from streams.worker.faust_kit import batched_events
 from streams.worker.settings import DEFAULT_STORE
 from streams.worker.store import register, store_url
+from streams.worker.transport import broker_url
+from streams.worker.transport import register as register_transport
 
 #: events per batch (as the worker takes them)
 BATCH = 500
@@ -42,11 +44,12 @@ PARTITIONS = 4
 def build(spec: dict[str, Any]) -> faust.App:
     """The Faust app of the floor: one agent over the input topic."""
     register()
+    register_transport()
     tabled = bool(spec.get("tables"))
     direct = spec.get("tables") == "direct"
     app = faust.App(
         spec["group"],
-        broker=f"kafka://{env_bootstrap()}",
+        broker=broker_url(env_bootstrap()),  # the worker's transport
         # without tables the store holds nothing: the plain floor names memory:// so that
         # it opens no rocksdb files; with tables it runs on the worker's default store
         store=store_url(DEFAULT_STORE) if tabled else "memory://",

@@ -15,6 +15,8 @@ from streams.wire.topics import TopicNames
 from streams.worker.settings import WorkerSettings
 from streams.worker.store import register as register_store
 from streams.worker.store import store_url
+from streams.worker.transport import broker_url
+from streams.worker.transport import register as register_transport
 
 #: A Faust topic of raw bytes keys and values (Faust ships no type information).
 Topic = faust.TopicT
@@ -115,9 +117,10 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     names = TopicNames(settings.prefix)
     security = client_security()
     register_store()
+    register_transport()
     app = faust.App(
         settings.app_id,
-        broker=f"kafka://{settings.bootstrap}",
+        broker=broker_url(settings.bootstrap),
         store=store_url(settings.store),
         datadir=str(state_dir(settings)),
         processing_guarantee=settings.guarantee,
