@@ -27,7 +27,10 @@ JobsOption = Annotated[
         "--jobs",
         "-j",
         min=1,
-        help="processes sharing out a file of 4 MiB or more (default: the cores, at most 4)",
+        help=(
+            "processes sharing out a file of 4 MiB or more, or a topic range of 20,000"
+            " records or more (replay; default: the cores, at most 4)"
+        ),
     ),
 ]
 BootstrapOption = Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")]

@@ -16,8 +16,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from streams.audit.diff import Diff, compared_part
-from streams.audit.replay import Replayed, Replayer, read_range, topic_range
+from streams.audit.replay import Replayed, Replayer, TopicRange, read_range, topic_range
 from streams.audit.replay_parallel import jobs_for, replay_shared
+from streams.audit.replay_topic_parallel import replay_topic_shared
+from streams.audit.replay_topic_parallel import wants_parallel as wants_parallel_topic
 from streams.audit.shares import wants_parallel
 from streams.core.alerts.runner import AlertRunner
 from streams.core.claim import fact_key
@@ -45,7 +47,8 @@ class ReplayRequest:
     checkpoint: Path | None = None
     live_prefix: str = "claimwatch."
     alerts: Path | None = None
-    #: processes a file replay may share its partitions among (see replay_parallel)
+    #: processes a replay may share its partitions among (see replay_parallel and
+    #: replay_topic_parallel)
     jobs: int = 1
 
 
@@ -141,6 +144,31 @@ def replay_file(req: ReplayRequest, outputs: Outputs) -> Replayed:
 def _reader(bootstrap: str | None) -> Any:
     """A consumer with no group (assign and seek; never commits), read_committed."""
     return kafka.consumer(bootstrap)
+
+
+def replay_topic_any(req: ReplayRequest, outputs: Outputs) -> Replayed:
+    """Replay a claims topic, in `req.jobs` processes or in this one.
+
+    Its partitions are shared out when the range is large enough and no checkpoint is kept
+    (streams/audit/replay_topic_parallel.py). The same decisions, in the same order.
+    """
+    if req.jobs > 1 and req.checkpoint is None:
+        span = asyncio.run(_range_of(req))
+        jobs = jobs_for(req.jobs, len(span.end))
+        if wants_parallel_topic(span, jobs):
+            return replay_topic_shared(span, req.policy, req.bootstrap, jobs, outputs.decided_body)
+    return asyncio.run(replay_topic(req, outputs))
+
+
+async def _range_of(req: ReplayRequest) -> TopicRange:
+    assert req.topic is not None
+    consumer = _reader(req.bootstrap)
+    try:
+        await consumer.start()
+        await consumer._client.force_metadata_update()
+        return await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
+    finally:
+        await consumer.stop()
 
 
 async def replay_topic(req: ReplayRequest, outputs: Outputs) -> Replayed:

@@ -24,7 +24,7 @@ from streams.cli.replay import (
     refuse_live_topic,
     replay_alerts,
     replay_file,
-    replay_topic,
+    replay_topic_any,
     write_topic,
 )
 from streams.core.timeutil import TimestampError, parse_rfc3339
@@ -135,10 +135,8 @@ def _run_replay(req: ReplayRequest) -> bool:
         sink = req.out.open(mode)
     try:
         outputs = Outputs(req, sink)
-        if input is not None:
-            result = replay_file(req, outputs)
-        else:
-            result = asyncio.run(replay_topic(req, outputs))
+        replay = replay_file if input is not None else replay_topic_any
+        result = replay(req, outputs)
     finally:
         sink.flush()
         if sink is not sys.stdout.buffer:
