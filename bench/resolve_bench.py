@@ -26,9 +26,10 @@ from streams.audit.shares import default_jobs
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 #: The README's policy; the benchmark's own adds a quantity field, which loads pint (its
 #: import and unit registry take about 0.2-0.45 s more)
-EXAMPLE_POLICY = Path(__file__).resolve().parents[1] / "examples" / "policy.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_POLICY = ROOT / "examples" / "policy.yaml"
 #: claimwatch's own packages (compiled to bytecode before the runs, see `_bytecode`)
-PACKAGES = [Path(__file__).resolve().parents[1] / name for name in ("streams", "schemas")]
+PACKAGES = [ROOT / "streams", ROOT / "schemas"]
 
 
 def _bytecode() -> None:

@@ -138,9 +138,13 @@ class Replayer:
             )
 
     def finish_partition(self, partition: int) -> None:
-        """A topic partition has been read to its end offset: close its open windows."""
+        """A topic partition has been read to its end offset: close its open windows.
+
+        Its state is dropped then: nothing more of the range is read on that partition.
+        """
         for part in self.runtime.flush_partition_in(partition, FLUSH_PART):
             self._collect(part)
+        self.runtime.forget({partition})
 
     def finish(self) -> Replayed:
         """Close the windows still open at the end of the input."""

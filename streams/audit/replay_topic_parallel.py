@@ -93,7 +93,6 @@ async def _replay_partitions(index: int) -> Part:
                 async for record in read_range(consumer, one):
                     replayer.feed_record(record)
                 replayer.finish_partition(partition)
-                replayer.runtime.forget({partition})
             outputs[partition] = output
             errors[partition] = replayer.result.errors[before:]
     finally:

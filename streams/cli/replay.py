@@ -152,33 +152,44 @@ def replay_topic_any(req: ReplayRequest, outputs: Outputs) -> Replayed:
     Its partitions are shared out when the range is large enough and no checkpoint is kept
     (streams/audit/replay_topic_parallel.py). The same decisions, in the same order.
     """
+    span = None
     if req.jobs > 1 and req.checkpoint is None:
         span = asyncio.run(_range_of(req))
         jobs = jobs_for(req.jobs, len(span.end))
         if wants_parallel_topic(span, jobs):
             return replay_topic_shared(span, req.policy, req.bootstrap, jobs, outputs.decided_body)
-    return asyncio.run(replay_topic(req, outputs))
+    return asyncio.run(replay_topic(req, outputs, span))
 
 
 async def _range_of(req: ReplayRequest) -> TopicRange:
-    assert req.topic is not None
     consumer = _reader(req.bootstrap)
-    try:
+    try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
-        await consumer._client.force_metadata_update()
-        return await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
+        return await _range(consumer, req)
     finally:
         await consumer.stop()
 
 
-async def replay_topic(req: ReplayRequest, outputs: Outputs) -> Replayed:
-    """Replay a claims topic over a fixed offset range; resumable with a checkpoint."""
+async def _range(consumer: Any, req: ReplayRequest) -> TopicRange:
+    """The offsets the replay covers, fixed now (`--from`/`--to`, else the whole topic)."""
+    assert req.topic is not None
+    await consumer._client.force_metadata_update()
+    return await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
+
+
+async def replay_topic(
+    req: ReplayRequest, outputs: Outputs, span: TopicRange | None = None
+) -> Replayed:
+    """Replay a claims topic over a fixed offset range; resumable with a checkpoint.
+
+    `span`: the range, when the caller has fixed it already.
+    """
     assert req.topic is not None
     consumer = _reader(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
-        await consumer._client.force_metadata_update()
-        span = await topic_range(consumer, req.topic, req.since_ms, req.until_ms)
+        if span is None:
+            span = await _range(consumer, req)
         partitions = len(span.end)
         replayer = Replayer(req.policy, partitions, topic=req.topic, keep=False)
         done = _load_checkpoint(req, outputs)
@@ -206,7 +217,6 @@ def _partition_done(
     req: ReplayRequest, replayer: Replayer, partition: int, done: set[int], sink: IO[bytes]
 ) -> None:
     replayer.finish_partition(partition)
-    replayer.runtime.forget({partition})
     done.add(partition)
     _save_checkpoint(req, done, sink)
 

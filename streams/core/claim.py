@@ -7,11 +7,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from schemas.statuses import EVIDENCE_STATUSES
 from streams.core.limits import CLEAN, clip, describe, scan
 from streams.core.timeutil import TimestampError, parse_rfc3339
+
+if TYPE_CHECKING:  # (they import this module)
+    from streams.core.contract import Verdict
+    from streams.core.policy import FieldRule
 
 #: Keys without which a message is not a claim at all (it goes to the dead-letter topic).
 REQUIRED_KEYS: Final = ("claim_id", "subject", "field", "source")
@@ -108,8 +112,16 @@ class ClaimMemo:
     """
 
     stored: Any = None
-    rule: Any = None
-    verdict: Any = None
+    rule: FieldRule | None = None
+    verdict: Verdict | None = None
+
+
+def memo_of(claim: Claim) -> ClaimMemo:
+    """The claim's memo, made empty on first use."""
+    memo = claim.memo
+    if memo is None:
+        memo = claim.memo = ClaimMemo()
+    return memo
 
 
 def fact_key(subject: str, field: str) -> str:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import cast
 
 from schemas.durations import format_duration
 from schemas.statuses import EVIDENCE_STATUSES, STATUSES
-from streams.core.claim import Claim, ClaimMemo
+from streams.core.claim import Claim, memo_of
 from streams.core.limits import clip, describe
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import FieldRule
@@ -55,11 +54,9 @@ def check(claim: Claim, rule: FieldRule, now_us: int, memo: bool = False) -> Ver
         return Verdict(error=f"observed {ahead} in the future (allowed skew {skew})")
     if not memo:
         return _timeless(claim, rule, status)
-    kept = claim.memo
-    if kept is None:
-        kept = claim.memo = ClaimMemo()
-    elif kept.rule is rule and kept.verdict is not None:
-        return cast(Verdict, kept.verdict)
+    kept = memo_of(claim)
+    if kept.rule is rule and kept.verdict is not None:
+        return kept.verdict
     verdict = _timeless(claim, rule, status)
     kept.rule, kept.verdict = rule, verdict
     return verdict

@@ -60,8 +60,7 @@ def observe(
     if not new:
         return fact, None
     read = _Claims(rule, claims, entries)
-    if rule.owner is not None:  # (a field without an owner has no owner's values)
-        _owner(rule, fact, decision, new, read)
+    _owner(rule, fact, decision, new, read)
     observations = []
     for i in new:
         seen = _claim(rule, fact, read, i)
@@ -129,8 +128,8 @@ def _owner(
     rule: FieldRule, fact: FactTrack, decision: Mapping[str, Any], new: list[int], read: _Claims
 ) -> None:
     """Record the owner's value when it won the decision; a different one is a change."""
-    if decision.get("outcome") != "resolved":
-        return
+    if rule.owner is None or decision.get("outcome") != "resolved":
+        return  # (a field without an owner has no owner's values)
     claims = read.claims
     owners = [i for i in new if is_owner(rule, str(claims[i].get("source")))]
     if not owners:
@@ -167,7 +166,7 @@ def _claim(rule: FieldRule, fact: FactTrack, read: _Claims, i: int) -> Observati
     """What a new claim of a non-owner source shows (None for the owner's, or no time)."""
     claim = read.claims[i]
     source = str(claim.get("source"))
-    if rule.owner is not None and is_owner(rule, source):
+    if is_owner(rule, source):
         return None
     at = read.time(i)
     if at is None:

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-from streams.core.claim import Claim, ClaimMemo
+from streams.core.claim import Claim, memo_of
 from streams.core.state import FactState, pack
 from streams.wire.codec import dumps, fragment, loads
 
@@ -107,9 +107,7 @@ def stored_form(claim: Claim) -> Any:
     A live claim is written again with its fact at every change of the fact (every claim
     of the fact, every decision): its part of the record is made once.
     """
-    memo = claim.memo
-    if memo is None:
-        memo = claim.memo = ClaimMemo()
+    memo = memo_of(claim)
     form = memo.stored
     if form is None:
         form = memo.stored = fragment(pack(claim))
