@@ -36,6 +36,15 @@ def vm_hwm_mib(pid: int) -> float | None:
     return None
 
 
+def cpu_s(pid: int) -> float | None:
+    """CPU time a running process has used so far (user + system, all threads), seconds."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()  # after the command name
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return None
+
+
 @dataclass(slots=True)
 class Child:
     """A subprocess of this benchmark (its log in the work directory)."""
@@ -66,6 +75,9 @@ class Child:
         if self.proc is None or self.proc.poll() is not None:
             tail = self.log.read_text(errors="replace")[-4000:]
             raise RuntimeError(f"{self.name} exited early:\n{tail}")
+
+    def cpu_s(self) -> float | None:
+        return cpu_s(self.proc.pid) if self.proc is not None else None
 
     def peak_mib(self) -> float | None:
         return vm_hwm_mib(self.proc.pid) if self.proc is not None else None

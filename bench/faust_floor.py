@@ -13,6 +13,11 @@ changelog and the resolutions topic, its table's changelog) go through Faust tab
 too, on the worker's default store: the floor of a Faust worker that keeps state. With
 `"tables": "direct"` they are written as the worker writes them (`DirectTable`: the store,
 then one send per change, its offset persisted on delivery).
+
+With `"decider": "plain"` every claim is also decided by the streaming baseline of
+`bench.plain_stream` (stdlib json, one dict per fact, decided again per claim) before the
+worker's records are sent: the floor of a Faust worker that decides, written plainly. Its
+own records are dropped; the ones sent are the worker's, as in every other mode.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from typing import Any
 
 import faust
 
+from bench import plain_resolve
+from bench.plain_stream import PlainStream
+from bench.workload import POLICY
 from streams.wire.kafka import env_bootstrap
 from streams.worker.app import raw_table, raw_topic
 from streams.worker.changelog import Delivery, DirectTable
@@ -77,6 +85,11 @@ def build(spec: dict[str, Any]) -> faust.App:
     }
 
     ready = Path(spec["ready"])
+    decider = (
+        PlainStream(plain_resolve.compile_policy(str(POLICY)), PARTITIONS)
+        if spec.get("decider") == "plain"
+        else None
+    )
 
     @app.agent(source, concurrency=1)
     async def forward(stream: faust.StreamT[bytes]) -> None:
@@ -88,6 +101,8 @@ def build(spec: dict[str, Any]) -> faust.App:
                 ready.touch()
             message = event.message
             value = event.value or b""
+            if decider is not None:
+                decider.handle(value, message.partition)
             for topic, rate, size in plan:
                 for _ in range(int((seen + 1) * rate) - int(seen * rate)):
                     body = value + b" " * (size - len(value))

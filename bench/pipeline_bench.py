@@ -70,6 +70,7 @@ async def committed_rate(
     tps = [TopicPartition(topic, p) for p in sorted(target)]
     total = sum(target.values())
     first: tuple[float, int] | None = None
+    cpu_first: float | None = None
     deadline = time.monotonic() + timeout
     next_report = time.perf_counter() + 10.0
     async with admin_client() as admin:
@@ -82,7 +83,7 @@ async def committed_rate(
                 min(max(offsets[tp].offset, 0), target[tp.partition]) for tp in tps if tp in offsets
             )
             if first is None and done > 0:
-                first = (now, done)
+                first, cpu_first = (now, done), child.cpu_s()
             if now >= next_report:
                 note(f"{child.name}: {done:,}/{total:,} committed")
                 next_report = now + 10.0
@@ -95,6 +96,15 @@ async def committed_rate(
                 figures["counted"] = counted
                 figures["seconds"] = round(seconds, 2)
                 figures["claims_per_s"] = round(counted / seconds)
+                cpu_last = child.cpu_s()
+                if (
+                    cpu_first is not None
+                    and cpu_last is not None
+                    and figures["timed_from"] != "process start"
+                ):
+                    # the process's own CPU time over the same span: steadier than the rate
+                    # on a shared VM (time stolen by other tenants is not charged to it)
+                    figures["cpu_us_per_claim"] = round(1e6 * (cpu_last - cpu_first) / counted)
                 return figures
             await asyncio.sleep(0.1)
     raise RuntimeError(f"{child.name}: offsets of {group} did not reach the end in {timeout}s")
@@ -342,6 +352,16 @@ async def throughput(run: Run) -> dict[str, Any]:
     fd = run.spawn(faust_floor_child(direct_spec, run.work))
     direct = await committed_rate(direct_spec["group"], names.claims, ends, fd)
     fd.stop()
+    note("starting the Faust floor with direct tables and the plain decider")
+    decided_spec = {
+        **direct_spec,
+        "group": f"{run.prefix}fp",
+        "ready": str(run.work / "fp.ready"),
+        "decider": "plain",
+    }
+    fp = run.spawn(faust_floor_child(decided_spec, run.work))
+    decided = await committed_rate(decided_spec["group"], names.claims, ends, fp)
+    fp.stop()
     return {
         "worker": {**measured, "peak_rss_mib": peak},
         "passthrough": {
@@ -356,6 +376,16 @@ async def throughput(run: Run) -> dict[str, Any]:
         "ratio_to_floor_tables": _ratio(measured["claims_per_s"], tabled["claims_per_s"]),
         "faust_floor_direct_tables": direct,
         "ratio_to_floor_direct_tables": _ratio(measured["claims_per_s"], direct["claims_per_s"]),
+        # what a plain decider (bench.plain_stream) reaches on Faust with the same fan-out
+        "faust_floor_plain_decider": decided,
+        "plain_decider_ratio_to_floor_direct_tables": _ratio(
+            decided["claims_per_s"], direct["claims_per_s"]
+        ),
+        "ratio_to_plain_decider": _ratio(measured["claims_per_s"], decided["claims_per_s"]),
+        # the same by CPU time per claim (a ratio of costs: plain decider's over the worker's)
+        "cpu_ratio_to_plain_decider": _ratio(
+            decided.get("cpu_us_per_claim"), measured.get("cpu_us_per_claim")
+        ),
         "fan_out": fan_out,
     }
 
