@@ -14,6 +14,7 @@ from streams.core.limits import CLEAN, clip, describe, scan
 from streams.core.timeutil import TimestampError, parse_rfc3339
 
 if TYPE_CHECKING:  # (they import this module)
+    from schemas.policy import Authority
     from streams.core.contract import Verdict
     from streams.core.policy import FieldRule
 
@@ -108,12 +109,15 @@ class ClaimMemo:
     replay, which holds every claim of a file and so would pay for it in memory. `stored`:
     the claim's stored form, written with its fact at every change of the fact (see
     `FactState.to_obj`); `verdict`: the part of its contract check that does not depend on
-    the clock, against `rule` (see `contract.check`).
+    the clock, against `rule` (see `contract.check`); `record`: the claim's part of a
+    decision record up to its lineage, with the authority and lineage it was made for (see
+    `decision.claim_record`).
     """
 
     stored: Any = None
     rule: FieldRule | None = None
     verdict: Verdict | None = None
+    record: tuple[Authority, str, dict[str, Any]] | None = None
 
 
 def memo_of(claim: Claim) -> ClaimMemo:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from schemas.policy import Authority
+from streams.core.claim import memo_of
 from streams.core.entry import Entry
 from streams.core.limits import fit_for_json
 from streams.core.normalize import ABSENT
@@ -49,8 +50,34 @@ def action_for(outcome: str, winner_class: Authority | None, rule: FieldRule) ->
     return "escalate" if rule.consequential else "degrade"
 
 
-def claim_record(entry: Entry) -> dict[str, Any]:
-    """The envelope of a claim as sent, plus authority, lineage and disposition."""
+def claim_record(entry: Entry, keep: bool = False) -> dict[str, Any]:
+    """The envelope of a claim as sent, plus authority, lineage and disposition.
+
+    `keep`: the part up to the lineage is kept in the claim's memo and copied for the next
+    decision of its fact (made again when the claim's authority or lineage changed); not
+    for a rejected claim, whose values are made fit for JSON at each decision.
+    """
+    if keep and entry.disposition != "rejected":
+        memo = memo_of(entry.claim)
+        kept = memo.record
+        if kept is None or kept[0] is not entry.authority or kept[1] != entry.lineage:
+            kept = memo.record = (entry.authority, entry.lineage, _claim_part(entry))
+        record = dict(kept[2])
+    else:
+        record = _claim_part(entry)
+    record["disposition"] = entry.disposition
+    if entry.disposition == "outranked":
+        record["dissent"] = entry.dissent
+        record["temporal"] = entry.temporal
+    if entry.error is not None:
+        record["error"] = entry.error
+    if not entry.registered:
+        record["unregistered"] = True
+    return record
+
+
+def _claim_part(entry: Entry) -> dict[str, Any]:
+    """A claim's record up to its lineage: the envelope, claimed authority, authority."""
     envelope = entry.claim.envelope
     record: dict[str, Any] = {k: envelope[k] for k in _record_keys(envelope)}
     if entry.disposition == "rejected":  # it may be rejected for a number no encoder takes
@@ -61,14 +88,6 @@ def claim_record(entry: Entry) -> dict[str, Any]:
         record["claimed_authority"] = fit_for_json(envelope["authority"])
     record["authority"] = entry.authority.value
     record["lineage"] = entry.lineage
-    record["disposition"] = entry.disposition
-    if entry.disposition == "outranked":
-        record["dissent"] = entry.dissent
-        record["temporal"] = entry.temporal
-    if entry.error is not None:
-        record["error"] = entry.error
-    if not entry.registered:
-        record["unregistered"] = True
     return record
 
 

@@ -81,7 +81,7 @@ def resolve_entries(
     else:
         verdict = decide(collapse(fresh, rule.normalizer), rule)
         outcome = verdict.outcome
-    return _record(first, entries, verdict, outcome, policy, now_us), entries
+    return _record(first, entries, verdict, outcome, policy, now_us, memo), entries
 
 
 def _record(
@@ -91,6 +91,7 @@ def _record(
     outcome: str,
     policy: CompiledPolicy,
     now_us: int,
+    memo: bool,
 ) -> dict[str, Any]:
     rule = policy.rule(first.field)
     winner = verdict.winner if verdict is not None else None
@@ -123,7 +124,7 @@ def _record(
             else []
         ),
         "decided_at": format_rfc3339(now_us),
-        "claims": [claim_record(e) for e in entries],
+        "claims": [claim_record(e, memo) for e in entries],
     }
     settled = verdict.settled_by.value if verdict and verdict.settled_by else None
     record["reason"] = reason_for(record, rule.freshness_us, settled)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, note, settings
@@ -307,3 +308,29 @@ def test_a_memoized_claim_is_still_judged_on_the_clock() -> None:
     again = check(ahead, rule, NOW_US, memo=True)
     assert (None, "observed 10s in the future (allowed skew 5s)") == (first.error, again.error)
     assert ahead.memo is not None and first is ahead.memo.verdict
+
+
+def test_a_memoized_claim_record_follows_its_sources_authority(tmp_path: Path) -> None:
+    """A claim's kept record part is made again under a policy ranking its source otherwise."""
+    text = (REPO / "examples" / "policy.yaml").read_text()
+    demoted = tmp_path / "policy.yaml"
+    demoted.write_text(
+        text.replace(
+            "billing-api:       {authority: system_of_record, lineage: ledger}",
+            "billing-api:       {authority: cached, lineage: billing}",
+        )
+    )
+    other = load_policy(demoted)
+    live = [claim("c-1", "billing-api", "paid"), claim("c-2", "ledger-replica", "unpaid")]
+    resolve_entries(live, POLICY, NOW_US, memo=True)  # the memo is made under POLICY
+    expected, _ = resolve_entries(
+        [claim("c-1", "billing-api", "paid"), claim("c-2", "ledger-replica", "unpaid")],
+        other,
+        NOW_US,
+    )
+    actual, _ = resolve_entries(live, other, NOW_US, memo=True)
+    assert expected == actual
+    assert ["cached", "billing"] == [
+        expected["claims"][0]["authority"],
+        expected["claims"][0]["lineage"],
+    ]
