@@ -95,6 +95,10 @@ class PartitionProcessor:
         #: the entry of each fact's latest deadline (the only one of its entries that can
         #: still be live: an older one has been superseded, see `_schedule`)
         self._latest: dict[str, Due] = {}
+        #: the fact state last pruned and the clock time it was pruned at: its claims have
+        #: not changed since (only `_add` adds one, and prunes), so pruning it again at the
+        #: same time would drop nothing (at settle 0 a claim's fact is decided at once)
+        self._pruned: tuple[FactState, int] | None = None
 
     def rebuild(self, states: Iterable[FactState]) -> None:
         """Re-index the pending deadlines of restored facts (after recovery)."""
@@ -247,7 +251,9 @@ class PartitionProcessor:
         rule = self.policy.rule(state.field)
         state.window = None
         state.due_us = None
-        self._prune(state, rule, at_us)
+        pruned = self._pruned
+        if pruned is None or pruned[0] is not state or pruned[1] != at_us:
+            self._prune(state, rule, at_us)
         if not state.claims:
             del self.facts[state.key]
             return
@@ -288,6 +294,7 @@ class PartitionProcessor:
         heapq.heapify(self._due)
 
     def _prune(self, state: FactState, rule: FieldRule, now: int) -> None:
+        self._pruned = (state, now)
         floor = now - rule.horizon_us
         claims = [c for c in state.claims if (c.observed_us or now) >= floor]
         if rule.freshness_us >= UNTIL_EDITED:

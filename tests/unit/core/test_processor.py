@@ -257,3 +257,21 @@ def test_the_seen_ids_of_a_fact_stay_within_their_bound() -> None:
     state = facts["invoice:1|payment_status"]
     kept = [f"c{n:04d}" for n in range(39, MAX_SEEN_PER_FACT + 39)]  # the newest replaced
     assert (1, kept) == (len(state.claims), list(state.seen))
+
+
+class CountingProcessor(PartitionProcessor):
+    """A processor that counts the prunes it makes."""
+
+    prunes = 0
+
+    def _prune(self, state: FactState, rule: Any, now: int) -> None:
+        self.prunes += 1
+        super()._prune(state, rule, now)
+
+
+def test_a_fact_decided_when_its_claim_arrives_is_pruned_once() -> None:
+    """At settle 0 the claim's own prune serves its decision: no second prune, same record."""
+    proc = CountingProcessor(policy_with(settle="0s"), 0, {})
+    steps = [proc.on_claim(claim(str(n), "ledger-a", "paid", T0 + n * SECOND)) for n in range(6)]
+    assert 6 == proc.prunes
+    assert [("resolved", "paid")] == outcomes(steps)[:1]
