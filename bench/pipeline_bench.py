@@ -53,6 +53,10 @@ RATE = 2000
 TARGET_RATE = 1000
 LATENCY_S = float(os.environ.get("CLAIMWATCH_BENCH_LATENCY_SECONDS", "15"))
 WARMUP_S = 3.0
+#: Unmeasured claims sent after the measured span, at the same rate: the windows of the
+#: last measured claims close as steady traffic closes them (on the claims' clock), not
+#: on the ticks of an idle partition (settle + lateness + up to a tick period later)
+COOLDOWN_S = 3.0
 DRAIN_S = 30.0
 WORK = Path(".cache/bench")
 EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (see README)"
@@ -155,11 +159,12 @@ async def paced_latency(
     rate: int,
     seconds: float,
 ) -> dict[str, Any]:
-    """Send claims at `rate`/s for WARMUP_S + `seconds`; time each until an output names it.
+    """Send claims at `rate`/s; time each one sent in the measured `seconds` until named.
 
-    Claims sent during the warm-up are not measured. After the last send the outputs are
-    read for up to DRAIN_S more seconds; a claim with no output by then counts as slower
-    than every decided one (so p99 is None when more than 1 % were not decided in time).
+    The measured span lies between WARMUP_S and COOLDOWN_S of the same traffic, neither
+    of them measured. After the last send the outputs are read for up to DRAIN_S more
+    seconds; a claim with no output by then counts as slower than every decided one (so
+    p99 is None when more than 1 % were not decided in time).
     """
     consumer = await _tail(out_topics)
     producer = new_producer()
@@ -173,10 +178,10 @@ async def paced_latency(
         nonlocal count, measured, finished
         source = fresh_claims(FACTS, tag)
         started = time.perf_counter()
-        while (elapsed := time.perf_counter() - started) < WARMUP_S + seconds:
+        while (elapsed := time.perf_counter() - started) < WARMUP_S + seconds + COOLDOWN_S:
             while count < int(elapsed * rate):
                 key, value, partition = next(source)
-                if elapsed >= WARMUP_S:
+                if WARMUP_S <= elapsed < WARMUP_S + seconds:
                     sent[orjson.loads(value)["claim_id"]] = time.perf_counter()
                     measured += 1
                 await producer.send(claims_topic, value, key=key, partition=partition)
@@ -433,7 +438,7 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     plan: list[list[Any]] = []
     fan_out: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        note(f"worker: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
+        note(f"worker: {rate:,} claims/s for {WARMUP_S + LATENCY_S + COOLDOWN_S:.0f} s")
         before = await end_offsets(await run.outputs(names))
         figures = await paced_latency(
             names.claims, [names.decisions], decision_claim_ids, f"w{n}", rate, LATENCY_S
@@ -451,7 +456,7 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     await wait_file(pt, ready)
     baseline: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        note(f"passthrough: {rate:,} claims/s for {WARMUP_S + LATENCY_S:.0f} s")
+        note(f"passthrough: {rate:,} claims/s for {WARMUP_S + LATENCY_S + COOLDOWN_S:.0f} s")
         baseline[f"at_{rate}_per_s"] = await paced_latency(
             pt_in, [p[0] for p in plan], passthrough_claim_id, f"p{n}", rate, LATENCY_S
         )
@@ -476,7 +481,7 @@ async def paced_default_settle(run: Run) -> dict[str, Any]:
     port = free_port()
     child = run.spawn(worker(POLICY, names.prefix, f"{names.prefix}app", port, run.work))
     await wait_healthy(child, port)
-    note(f"worker (default settle): {RATE:,} claims/s for {WARMUP_S + PACED_S:.0f} s")
+    note(f"worker (default settle): {RATE:,} claims/s for {WARMUP_S + PACED_S + COOLDOWN_S:.0f} s")
     figures = await paced_latency(
         names.claims, [names.decisions], decision_claim_ids, "d", RATE, PACED_S
     )
