@@ -158,14 +158,17 @@ async def paced_latency(
     tag: str,
     rate: int,
     seconds: float,
+    side: str,
 ) -> dict[str, Any]:
     """Send claims at `rate`/s; time each one sent in the measured `seconds` until named.
 
     The measured span lies between WARMUP_S and COOLDOWN_S of the same traffic, neither
     of them measured. After the last send the outputs are read for up to DRAIN_S more
     seconds; a claim with no output by then counts as slower than every decided one (so
-    p99 is None when more than 1 % were not decided in time).
+    p99 is None when more than 1 % were not decided in time). `side` names the run's
+    progress note.
     """
+    note(f"{side}: {rate:,} claims/s for {WARMUP_S + seconds + COOLDOWN_S:.0f} s")
     consumer = await _tail(out_topics)
     producer = new_producer()
     await producer.start()
@@ -438,10 +441,9 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     plan: list[list[Any]] = []
     fan_out: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        note(f"worker: {rate:,} claims/s for {WARMUP_S + LATENCY_S + COOLDOWN_S:.0f} s")
         before = await end_offsets(await run.outputs(names))
         figures = await paced_latency(
-            names.claims, [names.decisions], decision_claim_ids, f"w{n}", rate, LATENCY_S
+            names.claims, [names.decisions], decision_claim_ids, f"w{n}", rate, LATENCY_S, "worker"
         )
         worker_side[f"at_{rate}_per_s"] = figures
         if n == 0:  # the outputs of a run the worker kept up with: the passthrough's plan
@@ -456,9 +458,14 @@ async def latency(run: Run, sustained: int) -> dict[str, Any]:
     await wait_file(pt, ready)
     baseline: dict[str, Any] = {}
     for n, rate in enumerate(rates):
-        note(f"passthrough: {rate:,} claims/s for {WARMUP_S + LATENCY_S + COOLDOWN_S:.0f} s")
         baseline[f"at_{rate}_per_s"] = await paced_latency(
-            pt_in, [p[0] for p in plan], passthrough_claim_id, f"p{n}", rate, LATENCY_S
+            pt_in,
+            [p[0] for p in plan],
+            passthrough_claim_id,
+            f"p{n}",
+            rate,
+            LATENCY_S,
+            "passthrough",
         )
     pt.stop()
     return {"worker": worker_side, "passthrough": baseline, "fan_out": fan_out}
@@ -481,9 +488,14 @@ async def paced_default_settle(run: Run) -> dict[str, Any]:
     port = free_port()
     child = run.spawn(worker(POLICY, names.prefix, f"{names.prefix}app", port, run.work))
     await wait_healthy(child, port)
-    note(f"worker (default settle): {RATE:,} claims/s for {WARMUP_S + PACED_S + COOLDOWN_S:.0f} s")
     figures = await paced_latency(
-        names.claims, [names.decisions], decision_claim_ids, "d", RATE, PACED_S
+        names.claims,
+        [names.decisions],
+        decision_claim_ids,
+        "d",
+        RATE,
+        PACED_S,
+        "worker (default settle)",
     )
     figures["peak_rss_mib"] = child.peak_mib()
     child.stop()

@@ -1,4 +1,4 @@
-"""The worker's Kafka transport: Faust's aiokafka driver, fetching at most every 50 ms.
+"""The worker's Kafka transport: Faust's aiokafka driver, a fetch waiting 50 ms or for 16 KiB.
 
 Faust's driver builds its consumer with `fetch_max_wait_ms=1500`, and aiokafka keeps one
 fetch in flight per broker, leaving out the partitions whose records it still holds. So
