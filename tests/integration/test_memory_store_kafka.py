@@ -1,0 +1,56 @@
+"""The documented alternative store, `--store memory://`: it decides, and restores on restart."""
+
+from __future__ import annotations
+
+import signal
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from streams.client.publisher import Publisher
+from tests.support.claims import envelope
+from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, wait_for_ticks
+
+pytest_plugins = ["tests.support.kafka"]
+pytestmark = pytest.mark.kafka
+
+EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"
+
+
+async def _decision_naming(bootstrap: str, topic: str, claim_id: str) -> dict[str, Any]:
+    """The first record of `topic` (decisions) that lists `claim_id` among its claims."""
+
+    def names(record: dict[str, Any]) -> bool:
+        return claim_id in {c["claim_id"] for c in record["claims"]}
+
+    async with TopicReader(bootstrap, topic) as reader:
+        await reader.wait_for(
+            lambda records: any(names(r.json()) for r in records), 45.0, f"a decision of {claim_id}"
+        )
+        return next(r.json() for r in reader.records if names(r.json()))
+
+
+async def test_the_memory_store_decides_and_restores_its_facts_after_a_restart(
+    workers: Workers, kafka_bootstrap: str
+) -> None:
+    """A worker on memory:// decides a claim; restarted, it rebuilds the fact from the changelog."""
+    worker = await workers.launch(EXAMPLE_POLICY, store="memory://")
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    at = rfc3339(datetime.now(UTC) - timedelta(seconds=1))
+    fact = {"subject": "invoice:mem-1", "observed_at": at}
+    async with Publisher(kafka_bootstrap, worker.prefix) as publisher:
+        await publisher.publish(envelope("m-1", "billing-api", "paid", **fact))
+    before = await _decision_naming(kafka_bootstrap, worker.names.decisions, "m-1")
+
+    await worker.restart(signal.SIGTERM)
+    async with Publisher(kafka_bootstrap, worker.prefix) as publisher:
+        await publisher.publish(envelope("m-2", "reporting-replica", "overdue", **fact))
+    after = await _decision_naming(kafka_bootstrap, worker.names.decisions, "m-2")
+
+    assert ("resolved", "paid") == (before["outcome"], before["value"])
+    assert ("resolved", "paid", ["m-1", "m-2"]) == (
+        after["outcome"],
+        after["value"],
+        sorted(c["claim_id"] for c in after["claims"]),
+    )
