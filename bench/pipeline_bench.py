@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -11,7 +12,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -482,22 +483,33 @@ async def paced_default_settle(run: Run) -> dict[str, Any]:
     `held` says whether the worker kept up: every measured claim decided, and p99 no more
     than one second beyond the settle window (a worker falling behind builds a backlog,
     and its latencies grow through the run far past that).
+
+    The same traffic then goes to the Faust floor with direct tables and the plain decider,
+    sending the worker's records of this run (`paced_floor`): what a Faust worker that
+    decides, written plainly, spends at this rate and fan-out, by share of a core.
+    `cpu_ratio_to_paced_floor` is the worker's share over the floor's: a lower bound when
+    the worker did not hold (one core caps what its event loop can use).
     """
     names = TopicNames(f"{run.prefix}paced.")
+    app_id = f"{names.prefix}app"
     await ensure_topics(env_bootstrap(), names, PARTITIONS)
     port = free_port()
-    child = run.spawn(worker(POLICY, names.prefix, f"{names.prefix}app", port, run.work))
+    child = run.spawn(worker(POLICY, names.prefix, app_id, port, run.work))
     await wait_healthy(child, port)
-    figures = await paced_latency(
-        names.claims,
-        [names.decisions],
-        decision_claim_ids,
-        "d",
-        RATE,
-        PACED_S,
-        "worker (default settle)",
+    figures = await _paced_share(
+        child,
+        paced_latency(
+            names.claims,
+            [names.decisions],
+            decision_claim_ids,
+            "d",
+            RATE,
+            PACED_S,
+            "worker (default settle)",
+        ),
     )
     figures["peak_rss_mib"] = child.peak_mib()
+    plan, figures["fan_out"] = await _fan_out(run, names, app_id, {}, figures["sent"])
     child.stop()
     p99 = figures["p99_ms"]
     compiled = load_policy(POLICY)
@@ -506,6 +518,58 @@ async def paced_default_settle(run: Run) -> dict[str, Any]:
     figures["held"] = bool(
         figures["decided"] == figures["measured"] and p99 is not None and p99 <= settle_ms + 1000
     )
+    floor = await paced_floor(run, names, plan)
+    figures["paced_floor"] = floor
+    figures["cpu_ratio_to_paced_floor"] = _ratio(figures["cpu_share"], floor["cpu_share"])
+    return figures
+
+
+async def paced_floor(run: Run, names: TopicNames, plan: list[list[Any]]) -> dict[str, Any]:
+    """The Faust floor with direct tables and the plain decider, paced as the worker was.
+
+    It reads its own copy of the claims topic and sends `plan` (the worker's records per
+    claim and their sizes in its paced run); latency is timed to its facts changelog, which
+    gets a record for every claim.
+    """
+    source = f"{names.prefix}pf.claims"
+    await _pt_topics(plan, [source])
+    ready = run.work / "pf.ready"
+    spec = {
+        "input": source,
+        "group": f"{names.prefix}pf",
+        "outputs": plan,
+        "ready": str(ready),
+        "tables": "direct",
+        "decider": "plain",
+    }
+    floor = run.spawn(faust_floor_child(spec, run.work))
+    # the floor marks itself ready on its first record: one claim first, not measured
+    await produce(source, itertools.islice(fresh_claims(FACTS, "pf-first"), 1))
+    await wait_file(floor, ready)
+    changelog = next(p[0] for p in plan if p[0].endswith("facts-changelog"))
+    figures = await _paced_share(
+        floor,
+        paced_latency(
+            source,
+            [changelog],
+            passthrough_claim_id,
+            "f",
+            RATE,
+            PACED_S,
+            "Faust floor + plain decider",
+        ),
+    )
+    floor.stop()
+    return figures
+
+
+async def _paced_share(child: Child, paced: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """A paced run's figures and the share of a core `child` used over it (all threads)."""
+    cpu_first, started = child.cpu_s(), time.perf_counter()
+    figures = await paced
+    cpu_last = child.cpu_s()
+    if cpu_first is not None and cpu_last is not None:
+        figures["cpu_share"] = round((cpu_last - cpu_first) / (time.perf_counter() - started), 2)
     return figures
 
 
