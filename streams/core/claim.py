@@ -111,13 +111,15 @@ class ClaimMemo:
     `FactState.to_obj`); `verdict`: the part of its contract check that does not depend on
     the clock, against `rule` (see `contract.check`); `record`: the claim's part of a
     decision record up to its lineage, with the authority and lineage it was made for (see
-    `decision.claim_record`).
+    `decision.claim_record`); `tag`: the short digest of its claim id that the replica-lag
+    detector's fact track keeps (see `core.alerts.lag_fact`).
     """
 
     stored: Any = None
     rule: FieldRule | None = None
     verdict: Verdict | None = None
     record: tuple[Authority, str, dict[str, Any]] | None = None
+    tag: str | None = None
 
 
 def memo_of(claim: Claim) -> ClaimMemo:

@@ -14,6 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack, OwnerValue
+from streams.core.claim import Claim
 from streams.core.entry import Entry
 from streams.core.normalize import ABSENT, NormalizationError
 from streams.core.policy import FieldRule, is_owner
@@ -53,7 +54,10 @@ def observe(
     fact = fact if fact is not None else FactTrack(touched=now)
     claims: Sequence[Mapping[str, Any]] = decision.get("claims") or ()
     known = set(fact.ids)
-    tags = [id_tag(c.get("claim_id")) for c in claims]
+    if entries is not None:
+        tags = [_tag_of(entry.claim) for entry in entries]
+    else:
+        tags = [id_tag(c.get("claim_id")) for c in claims]
     new = [i for i, tag in enumerate(tags) if tag not in known]
     fact.ids = tags
     fact.touched = now
@@ -122,6 +126,20 @@ def id_tag(name: Any) -> str:
     (a missed lag sample, no more). Cached: a fact's ids come back with every decision.
     """
     return hashlib.blake2b(str(name).encode(), digest_size=4).hexdigest()
+
+
+def _tag_of(claim: Claim) -> str:
+    """`id_tag` of a claim's id, kept in its memo when it has one.
+
+    A live claim's tag is asked for at every decision of its fact.
+    """
+    memo = claim.memo
+    if memo is None:
+        return id_tag(claim.claim_id)
+    tag = memo.tag
+    if tag is None:
+        tag = memo.tag = id_tag(claim.claim_id)
+    return tag
 
 
 def _owner(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,13 +45,14 @@ def _claims(answers: list[tuple[Any, ...]]) -> list[Any]:
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@pytest.mark.parametrize("memo", [False, True], ids=["replay", "live claims with memos"])
 @given(st.lists(ANSWERS, min_size=1, max_size=40))
 def test_entries_from_the_resolution_equal_entries_from_the_record(
-    policy: CompiledPolicy, answers: list[tuple[Any, ...]]
+    policy: CompiledPolicy, memo: bool, answers: list[tuple[Any, ...]]
 ) -> None:
-    """The processor's entries (from its resolution) are those the record alone gives."""
+    """The processor's entries (from its resolution, memos or not) equal the record's."""
     facts: dict[str, FactState] = {}
-    step = PartitionProcessor(policy, 0, facts, alerts=True)
+    step = PartitionProcessor(policy, 0, facts, alerts=True, memo=memo)
     made = []
     for one in _claims(answers):
         made += step.on_claim(one).decisions
