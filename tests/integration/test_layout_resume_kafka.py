@@ -25,6 +25,7 @@ from tests.support.kafka import (
     TopicReader,
     WorkerProcess,
     Workers,
+    considered,
     fact_key,
     offline_resolve,
     publish_claims,
@@ -143,11 +144,6 @@ def ids_by_fact(claims: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
     for c in claims:
         grouped.setdefault(fact_key(c), set()).add(c["claim_id"])
     return grouped
-
-
-def considered(decision: Mapping[str, Any]) -> set[str]:
-    """The ids of the claims a decision lists."""
-    return {c["claim_id"] for c in decision["claims"]}
 
 
 async def decided(reader: TopicReader, wanted: Mapping[str, set[str]], what: str) -> None:

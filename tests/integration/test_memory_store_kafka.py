@@ -10,7 +10,15 @@ import pytest
 
 from streams.client.publisher import Publisher
 from tests.support.claims import envelope
-from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, wait_for_ticks
+from tests.support.kafka import (
+    REPO,
+    Record,
+    TopicReader,
+    Workers,
+    considered,
+    rfc3339,
+    wait_for_ticks,
+)
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
@@ -21,14 +29,14 @@ EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"
 async def _decision_naming(bootstrap: str, topic: str, claim_id: str) -> dict[str, Any]:
     """The first record of `topic` (decisions) that lists `claim_id` among its claims."""
 
-    def names(record: dict[str, Any]) -> bool:
-        return claim_id in {c["claim_id"] for c in record["claims"]}
+    def naming(records: list[Record]) -> list[dict[str, Any]]:
+        return [d for d in (r.json() for r in records) if claim_id in considered(d)]
 
     async with TopicReader(bootstrap, topic) as reader:
-        await reader.wait_for(
-            lambda records: any(names(r.json()) for r in records), 45.0, f"a decision of {claim_id}"
+        records = await reader.wait_for(
+            lambda read: bool(naming(read)), 45.0, f"a decision of {claim_id}"
         )
-        return next(r.json() for r in reader.records if names(r.json()))
+        return naming(records)[0]
 
 
 async def test_the_memory_store_decides_and_restores_its_facts_after_a_restart(

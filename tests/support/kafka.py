@@ -488,6 +488,11 @@ async def read_topic(
         return await reader.drain(idle, timeout)
 
 
+def considered(decision: Mapping[str, Any]) -> set[str]:
+    """The ids of the claims a decision lists."""
+    return {c["claim_id"] for c in decision["claims"]}
+
+
 def decisions_by_fact(records: Iterable[Record]) -> dict[str, list[dict[str, Any]]]:
     """Decision records grouped by fact key, in log order."""
     grouped: dict[str, list[dict[str, Any]]] = {}
