@@ -33,9 +33,12 @@ COMPACT_SLACK = 1_024
 Due = tuple[int, str]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decided:
-    """A decision whose id differs from the fact's previous one."""
+    """A decision whose id differs from the fact's previous one. Never changed once made.
+
+    Not declared frozen: every decision would pay for it (see `Claim`).
+    """
 
     record: dict[str, Any]
     previous_outcome: str | None
@@ -77,8 +80,13 @@ class PartitionProcessor:
         clock_us: int | None = None,
         alerts: bool = False,
         memo: bool = False,
+        judge_arrivals: bool = True,
     ) -> None:
         self.policy = policy
+        #: whether each claim's contract is checked as it arrives, to count and dead-letter
+        #: the rejected ones (a replay does not: a decision checks its claims anyway, and
+        #: a rejected claim is decided `rejected` all the same; it is counted `kept`)
+        self.judge_arrivals = judge_arrivals
         #: whether claims keep their clock-free checks in their memo (`contract.check`):
         #: for a store that keeps claims live between records, not for one that holds all
         self.memo = memo
@@ -217,15 +225,15 @@ class PartitionProcessor:
             return
         if not rule.known:
             out.events.append("unknown_field")
-        if arrival_error is None:
-            arrival_error = check(claim, rule, now, self.memo).error
-        else:
+        if arrival_error is not None:
             claim = replace(claim, arrival_error=arrival_error)
+        elif self.judge_arrivals:
+            arrival_error = check(claim, rule, now, self.memo).error
         if arrival_error is not None:
             out.events.append("rejected")
             out.dead_letters.append(arrival_error)
         else:
-            out.events.append("accepted")
+            out.events.append("accepted" if self.judge_arrivals else "kept")
         state.claims.append(claim)
         opened, _ = state.window if state.window is not None else (now, now)
         state.window = (opened, now)

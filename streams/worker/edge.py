@@ -30,9 +30,13 @@ TICK_KEY: Final = b"__tick__"
 MAX_TICK_US: Final = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outgoing:
-    """One record to send."""
+    """One record to send. Never changed once made.
+
+    Not declared frozen: every record sent would pay for it (a frozen dataclass sets each
+    field through `object.__setattr__`, about 0.5 µs more per record; see `Claim`).
+    """
 
     topic: str
     key: bytes | None
@@ -222,9 +226,9 @@ log = logging.getLogger(__name__)
 Send = Callable[[Outgoing], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Record:
-    """One input record as an agent read it."""
+    """One input record as an agent read it. Never changed once made (see `Outgoing`)."""
 
     topic: str
     partition: int

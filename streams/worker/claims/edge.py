@@ -66,8 +66,11 @@ class Runtime:
         lateness_us: int = 1_000_000,
         wall_clock_us: Callable[[], int] | None = None,
         alerts: bool = True,
+        judge_arrivals: bool = True,
     ) -> None:
         self.lateness_us = lateness_us
+        #: whether claims are checked as they arrive (see `PartitionProcessor`)
+        self.judge_arrivals = judge_arrivals
         #: whether decisions feed the detectors (entries staged per field, see `drain`)
         self.alerts = alerts
         self._entries: dict[str, list[Entry]] = {}
@@ -112,7 +115,13 @@ class Runtime:
             if clock is not None:
                 self._stored_clock[partition] = clock
             proc = PartitionProcessor(
-                self.policy, partition, self.facts, clock, self.alerts, self.facts.memo
+                self.policy,
+                partition,
+                self.facts,
+                clock,
+                self.alerts,
+                self.facts.memo,
+                self.judge_arrivals,
             )
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)

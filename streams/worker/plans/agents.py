@@ -84,7 +84,9 @@ def install_plans(
     )
 
     async def on_decision(key: bytes, record: dict[str, Any]) -> None:
-        await send(edge.on_decided(key, record))
+        handled = edge.on_decided(key, record)
+        if handled.sends or handled.events:  # (most decisions: no plan reads the fact)
+            await send(handled)
 
     @pipe.plans_table.on_recover
     async def on_plans_recovered() -> None:

@@ -140,6 +140,25 @@ def test_claim_far_ahead_of_the_clock_is_rejected_and_does_not_move_it() -> None
     assert "rejected" == next(c for c in record["claims"] if c["claim_id"] == "2")["disposition"]
 
 
+@pytest.mark.parametrize(
+    ("judge", "events", "dead_letters"),
+    [(True, ["accepted", "rejected"], 1), (False, ["kept", "kept"], 0)],
+)
+def test_a_step_that_does_not_judge_arrivals_makes_the_same_decisions(
+    judge: bool, events: list[str], dead_letters: int
+) -> None:
+    """Unjudged arrivals (replay) are counted `kept`, not dead-lettered, and decided alike."""
+    proc = PartitionProcessor(policy_with(settle="0s"), 0, {}, judge_arrivals=judge)
+    good = proc.on_claim(claim("1", "ledger-a", "paid", T0))
+    bad = proc.on_claim(claim("2", "ledger-b", "sideways", T0))
+    assert (events, dead_letters) == (good.events + bad.events, len(bad.dead_letters))
+    record = bad.decisions[0].record
+    assert ("resolved", "rejected") == (
+        record["outcome"],
+        next(c for c in record["claims"] if c["claim_id"] == "2")["disposition"],
+    )
+
+
 def test_unchanged_decision_is_not_emitted_again() -> None:
     """A window that ends with the same dispositions emits nothing (same decision id)."""
     proc = PartitionProcessor(policy_with(settle="0s"), 0, {})
