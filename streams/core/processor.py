@@ -26,7 +26,7 @@ from streams.core.state import FactState, content_hash
 MAX_CLAIMS_PER_FACT = 64
 MAX_SEEN_PER_FACT = 256
 #: The deadline index is rebuilt without its superseded entries once they outnumber the
-#: live ones by this many (each claim that moves a fact's deadline leaves one behind).
+#: live ones by this many (a deadline moved earlier leaves the fact's older entry behind).
 COMPACT_SLACK = 1_024
 
 #: A deadline index entry: when, and which fact.
@@ -100,8 +100,9 @@ class PartitionProcessor:
         self._due: list[Due] = []
         #: the policy's `max_lineages` (read once: `_prune` runs at every claim)
         self._max_lineages = policy.policy.defaults.max_lineages
-        #: the entry of each fact's latest deadline (the only one of its entries that can
-        #: still be live: an older one has been superseded, see `_schedule`)
+        #: each fact's one live entry in the deadline index: at or before the fact's
+        #: `due_us` (a deadline moved later keeps its entry, which `_close_due` moves on
+        #: when it comes up; one moved earlier gets a new entry: see `_schedule`)
         self._latest: dict[str, Due] = {}
         #: the fact state last pruned and the clock time it was pruned at: its claims have
         #: not changed since (only `_add` adds one, and prunes), so pruning it again at the
@@ -153,13 +154,17 @@ class PartitionProcessor:
         parts, their decision records need not all be held together.
         """
         result = StepResult()
-        for due, key in sorted(self._due):
+        pending = []  # the open windows, by deadline (a fact's entry may be earlier)
+        for key in self._latest:
             state = self.facts.get(key)
-            if state is not None and state.due_us == due and state.window is not None:
-                self._decide(state, due, result)
-                if len(result.decisions) >= most:
-                    yield result
-                    result = StepResult()
+            if state is not None and state.due_us is not None and state.window is not None:
+                pending.append((state.due_us, key, state))
+        pending.sort(key=lambda item: (item[0], item[1]))
+        for due, _key, state in pending:
+            self._decide(state, due, result)
+            if len(result.decisions) >= most:
+                yield result
+                result = StepResult()
         self._latest = {k: e for k, e in self._latest.items() if k in self.facts}
         self._compact()
         yield result
@@ -245,14 +250,21 @@ class PartitionProcessor:
         clock = self.clock_us
         if clock is None:
             return
-        while self._due and self._due[0][0] <= clock:
-            entry = heapq.heappop(self._due)
+        due_index, latest = self._due, self._latest
+        while due_index and due_index[0][0] <= clock:
+            entry = heapq.heappop(due_index)
             due, key = entry
-            if self._latest.get(key) is entry:
-                del self._latest[key]
+            if latest.get(key) is not entry:
+                continue  # superseded by an earlier deadline
+            del latest[key]
             state = self.facts.get(key)
-            if state is None or state.due_us != due:
-                continue  # superseded entry
+            if state is None or state.due_us is None:
+                continue  # decided meanwhile (or gone)
+            if state.due_us != due:  # moved on since: its entry goes where it now is
+                later = (state.due_us, key)
+                heapq.heappush(due_index, later)
+                latest[key] = later
+                continue
             self._decide(state, due, out)
 
     def _decide(self, state: FactState, at_us: int, out: StepResult) -> None:
@@ -284,19 +296,22 @@ class PartitionProcessor:
         if state.due_us is not None and state.due_us <= due_us and state.window is None:
             return
         state.due_us = due_us
-        entry = (due_us, state.key)
+        key = state.key
+        entry = self._latest.get(key)
+        if entry is not None and entry[0] <= due_us:
+            return  # a later deadline: the fact's entry is moved on to it when it comes up
+        entry = (due_us, key)
         heapq.heappush(self._due, entry)
-        self._latest[state.key] = entry
+        self._latest[key] = entry
         if len(self._due) > 2 * len(self._latest) + COMPACT_SLACK:
             self._compact()
 
     def _compact(self) -> None:
         """Drop the superseded entries of the deadline index (`_close_due` skips them).
 
-        Only a fact's latest entry can match its `due_us`: `_schedule` sets both together.
-        Without this the index keeps one entry per claim that moved a deadline (about five
-        a fact in a replay), which is memory held for nothing until the clock passes them.
-        The facts are not read: a store may have to decode them.
+        A fact's entry is superseded when its deadline moves earlier (a window opened
+        before a pending expiry); a deadline moved later keeps its entry. The facts are
+        not read: a store may have to decode them.
         """
         self._due = [e for e in self._due if self._latest.get(e[1]) is e]
         heapq.heapify(self._due)

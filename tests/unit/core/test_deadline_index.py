@@ -50,15 +50,23 @@ def test_compacting_the_index_changes_no_decision(monkeypatch: pytest.MonkeyPatc
     assert never == always
 
 
-def test_the_index_holds_about_one_entry_per_pending_fact(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Claims that keep moving deadlines leave at most twice the live entries, plus the slack."""
-    monkeypatch.setattr(processor_module, "COMPACT_SLACK", 16)
+def test_the_index_holds_one_entry_per_pending_fact() -> None:
+    """Claims that keep moving deadlines later leave one entry per fact, not one per claim."""
     proc = PartitionProcessor(policy_with(settle="60s"), 0, {})
     for round_ in range(ROUNDS):
         for fact in range(FACTS):
             proc.on_claim(claim(fact, round_))
     pending = sum(1 for s in proc.facts.values() if s.due_us is not None)
-    assert FACTS == pending
-    assert len(proc._due) <= 2 * pending + 16
+    assert (FACTS, FACTS) == (pending, len(proc._due))
+
+
+def test_a_window_opened_before_a_pending_expiry_is_decided_at_its_own_deadline() -> None:
+    """A deadline moved earlier than the fact's entry gets an entry of its own; both come due."""
+    proc = PartitionProcessor(policy_with(settle="5s"), 0, {})
+    decided = [proc.on_claim(claim(0, 0)), proc.on_tick(T0 + 6 * SECOND)]
+    # the fact now waits for its claim's expiry (60 s on); a new claim opens a 5 s window
+    decided.append(proc.on_claim(claim(0, 10)))
+    decided += [proc.on_tick(T0 + s * SECOND) for s in (14, 16, 59, 61, 71)]
+    times = [d.record["decided_at"] for r in decided for d in r.decisions]
+    expected = [T0 + 5 * SECOND, T0 + 15 * SECOND, T0 + 60 * SECOND + 1, T0 + 70 * SECOND + 1]
+    assert [format_rfc3339(t) for t in expected] == times
