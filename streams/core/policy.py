@@ -23,7 +23,10 @@ def base_source(source: str) -> str:
 
 def is_owner(rule: FieldRule, source: str) -> bool:
     """Whether a source is the field's owner (exact id, or its service part)."""
-    return rule.owner is not None and rule.owner in (source, base_source(source))
+    owner = rule.owner
+    if owner is None or source == owner:
+        return owner is not None
+    return "@" in source and source.split("@", 1)[0] == owner
 
 
 @dataclass(frozen=True, slots=True)
