@@ -385,35 +385,31 @@ async def throughput(run: Run) -> dict[str, Any]:
             ff.stop()
         rounds.append(sides)
     best = {name: max((r[name] for r in rounds), key=_rate) for name in rounds[0]}
-    worker_rate = best["worker"]["claims_per_s"]
-
-    def rate_of(name: str) -> float | None:
-        return best[name]["claims_per_s"]  # type: ignore[no-any-return]
-
-    decided = best["faust_floor_plain_decider"]
+    rate = {name: figures["claims_per_s"] for name, figures in best.items()}
+    worker_cpu = best["worker"].get("cpu_us_per_claim")
     return {
         "worker": best["worker"],
         "passthrough": {
             **best["passthrough"],
             "records_per_claim": round(pt_records / published, 3),
         },
-        "ratio": _ratio(worker_rate, rate_of("passthrough")),
+        "ratio": _ratio(rate["worker"], rate["passthrough"]),
         "faust_floor": best["faust_floor"],
-        "floor_ratio": _ratio(rate_of("faust_floor"), rate_of("passthrough")),
-        "ratio_to_floor": _ratio(worker_rate, rate_of("faust_floor")),
+        "floor_ratio": _ratio(rate["faust_floor"], rate["passthrough"]),
+        "ratio_to_floor": _ratio(rate["worker"], rate["faust_floor"]),
         "faust_floor_tables": best["faust_floor_tables"],
-        "ratio_to_floor_tables": _ratio(worker_rate, rate_of("faust_floor_tables")),
+        "ratio_to_floor_tables": _ratio(rate["worker"], rate["faust_floor_tables"]),
         "faust_floor_direct_tables": best["faust_floor_direct_tables"],
-        "ratio_to_floor_direct_tables": _ratio(worker_rate, rate_of("faust_floor_direct_tables")),
+        "ratio_to_floor_direct_tables": _ratio(rate["worker"], rate["faust_floor_direct_tables"]),
         # what a plain decider (bench.plain_stream) reaches on Faust with the same fan-out
-        "faust_floor_plain_decider": decided,
+        "faust_floor_plain_decider": best["faust_floor_plain_decider"],
         "plain_decider_ratio_to_floor_direct_tables": _ratio(
-            decided["claims_per_s"], rate_of("faust_floor_direct_tables")
+            rate["faust_floor_plain_decider"], rate["faust_floor_direct_tables"]
         ),
-        "ratio_to_plain_decider": _ratio(worker_rate, decided["claims_per_s"]),
+        "ratio_to_plain_decider": _ratio(rate["worker"], rate["faust_floor_plain_decider"]),
         # the same by CPU time per claim (a ratio of costs: plain decider's over the worker's)
         "cpu_ratio_to_plain_decider": _ratio(
-            decided.get("cpu_us_per_claim"), best["worker"].get("cpu_us_per_claim")
+            best["faust_floor_plain_decider"].get("cpu_us_per_claim"), worker_cpu
         ),
         "fan_out": fan_out,
         "rounds": [

@@ -26,7 +26,7 @@ def is_owner(rule: FieldRule, source: str) -> bool:
     owner = rule.owner
     if owner is None or source == owner:
         return owner is not None
-    return "@" in source and source.split("@", 1)[0] == owner
+    return "@" in source and base_source(source) == owner
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,11 +54,8 @@ def observe(
     fact = fact if fact is not None else FactTrack(touched=now)
     claims: Sequence[Mapping[str, Any]] = decision.get("claims") or ()
     known = set(fact.ids)
-    if entries is not None:  # (a live claim's tag is in its memo: `_tag_of`, inlined)
-        tags = [
-            m.tag if (m := e.claim.memo) is not None and m.tag is not None else _tag_of(e.claim)
-            for e in entries
-        ]
+    if entries is not None:
+        tags = [_tag_of(entry.claim) for entry in entries]
     else:
         tags = [id_tag(c.get("claim_id")) for c in claims]
     new = [i for i, tag in enumerate(tags) if tag not in known]

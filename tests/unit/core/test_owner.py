@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from streams.core.policy import CompiledPolicy, is_owner
+from streams.core.policy import FieldRule, is_owner
 from tests.support.policies import policy_with
 
 
-def rule(owner: str | None) -> CompiledPolicy:
-    """The test policy with `payment_status` owned by `owner` (None: no owner)."""
-    return policy_with(**({"owner": owner} if owner is not None else {}))
+def rule(owner: str | None) -> FieldRule:
+    """The test policy's `payment_status` rule, owned by `owner` (None: no owner)."""
+    return policy_with(**({"owner": owner} if owner is not None else {})).rule("payment_status")
 
 
 @pytest.mark.parametrize(
@@ -33,4 +33,4 @@ def test_a_source_is_the_owner_by_its_id_or_service_part(
     owner: str | None, source: str, expected: bool
 ) -> None:
     """Exact id or the part before the first `@`; a field without an owner has none."""
-    assert expected == is_owner(rule(owner).rule("payment_status"), source)
+    assert expected == is_owner(rule(owner), source)
