@@ -130,8 +130,8 @@ def main() -> int:
         print("instructions: the claims runtime's instructions per claim, counted ...", flush=True)
         results["instructions"] = figures = _side("bench.instructions")
         print(json.dumps(figures, indent=2), flush=True)
-    if "loop" in chosen:  # not in the default set: it needs uvloop installed
-        print("loop: the worker on the asyncio loop vs uvloop, in turns ...", flush=True)
+    if "loop" in chosen:  # not in the default set: six more worker runs
+        print("loop: the worker on uvloop (shipped) vs --loop asyncio, in turns ...", flush=True)
         results["loop"] = figures = _side("bench.loop_ab")
         print(json.dumps(figures, indent=2), flush=True)
     if "restart" in chosen:

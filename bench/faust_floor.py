@@ -38,6 +38,7 @@ from streams.wire.kafka import env_bootstrap
 from streams.worker.app import raw_table, raw_topic
 from streams.worker.changelog import Delivery, DirectTable
 from streams.worker.faust_kit import batched_events
+from streams.worker.loop import DEFAULT_LOOP, install_loop
 from streams.worker.settings import DEFAULT_STORE
 from streams.worker.store import register, store_url
 from streams.worker.transport import broker_url
@@ -138,6 +139,7 @@ def main(spec: dict[str, Any]) -> None:
     """Run the floor until SIGTERM (as the worker runs: quiet, no spinner)."""
     from faust import Worker
 
+    install_loop(DEFAULT_LOOP)  # the worker's event loop: the same settings as the worker
     app = build(spec)
     logging.getLogger("faust").setLevel("WARNING")
     worker = Worker(app, loglevel="warning", quiet=True)

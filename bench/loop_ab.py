@@ -1,14 +1,14 @@
-"""Would uvloop speed the worker up? The worker over one backlog on each loop, in turns.
+"""The worker's event loop: the shipped uvloop against `--loop asyncio`, over one backlog.
 
-Not part of the default `make bench` (uvloop is not a dependency): install it into the
-venv (`.venv/bin/pip install uvloop`), then `CLAIMWATCH_BENCH=loop make bench`. The uvloop
-side is the same worker command with uvloop's event-loop policy set before it starts.
+Not part of the default `make bench` (`CLAIMWATCH_BENCH=loop make bench`). The same worker
+command runs in turns on each loop, ROUNDS times each, each run with a group of its own,
+and reports its claims/s and its process's CPU time per claim (steadier than the rate on
+this shared VM): the ratios take each loop's best run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
 from bench.children import Child, free_port, worker
@@ -17,37 +17,45 @@ from bench.pipeline_bench import CLAIMS, FACTS, Run, _partition_ends, committed_
 from streams.wire.kafka import env_bootstrap
 from streams.wire.topics import TopicNames, ensure_topics
 
-_UVLOOP = (
-    "import sys, asyncio, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
-    "from streams.cli.main import main; sys.argv[0] = 'claimwatch'; main()"
-)
-ROUNDS = 2
+ROUNDS = 3
+LOOPS = ("asyncio", "uvloop")
 
 
-def _on_uvloop(child: Child) -> Child:
-    """The same worker command run under uvloop's event loop policy."""
-    return Child(child.name, [sys.executable, "-c", _UVLOOP, *child.command[1:]], child.log)
+def _on_loop(child: Child, loop: str) -> Child:
+    """The worker command as shipped (uvloop), or told to run on asyncio."""
+    if loop == "uvloop":
+        return child
+    return Child(child.name, [*child.command, "--loop", loop], child.log)
 
 
 async def _run(run: Run) -> dict[str, Any]:
-    import uvloop  # noqa: F401  (fails loudly here when it is not installed)
-
     names = TopicNames(run.prefix)
     await ensure_topics(env_bootstrap(), names, 4)
     source = fresh_claims(FACTS, "l")
     await produce(names.claims, (next(source) for _ in range(CLAIMS)))
     ends = await _partition_ends(names.claims)
-    rates: dict[str, list[int]] = {"asyncio": [], "uvloop": []}
-    for n in range(2 * ROUNDS):
-        loop = ("asyncio", "uvloop")[n % 2]
+    rates: dict[str, list[int]] = {loop: [] for loop in LOOPS}
+    cpu: dict[str, list[int]] = {loop: [] for loop in LOOPS}
+    for n in range(len(LOOPS) * ROUNDS):
+        loop = LOOPS[n % len(LOOPS)]
         app_id = f"{run.prefix}app{n}"
-        child = worker(run.policy, run.prefix, app_id, free_port(), run.work)
-        child = run.spawn(_on_uvloop(child) if loop == "uvloop" else child)
+        child = run.spawn(
+            _on_loop(worker(run.policy, run.prefix, app_id, free_port(), run.work), loop)
+        )
         measured = await committed_rate(app_id, names.claims, ends, child)
         child.stop()
         rates[loop].append(int(measured["claims_per_s"]))
+        cpu[loop].append(int(measured.get("cpu_us_per_claim", 0)))
     best = {loop: max(values) for loop, values in rates.items()}
-    return {"claims_per_s": rates, "ratio_best": round(best["uvloop"] / best["asyncio"], 2)}
+    least = {loop: min(values) for loop, values in cpu.items()}
+    return {
+        "claims_per_s": rates,
+        "cpu_us_per_claim": cpu,
+        "ratio_best": round(best["uvloop"] / best["asyncio"], 2),
+        "cpu_ratio_least": round(least["uvloop"] / least["asyncio"], 2)
+        if least["asyncio"]
+        else None,
+    }
 
 
 def run() -> dict[str, Any]:

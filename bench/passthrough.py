@@ -11,6 +11,7 @@ from typing import Any
 
 from bench.kafka_io import new_producer
 from streams.wire.kafka import env_bootstrap
+from streams.worker.loop import DEFAULT_LOOP, install_loop
 
 
 async def passthrough(spec: dict[str, Any]) -> None:
@@ -78,4 +79,5 @@ async def passthrough(spec: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    install_loop(DEFAULT_LOOP)  # the worker's event loop: the same settings on every side
     asyncio.run(passthrough(json.loads(sys.argv[1])))

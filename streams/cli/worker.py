@@ -13,6 +13,7 @@ from streams.cli.common import (
     policy_or_fail,
 )
 from streams.policy.source import MAX_POLICY_BYTES
+from streams.worker.loop import LOOPS
 from streams.worker.settings import DEFAULT_STORE, WorkerSettings
 
 
@@ -40,12 +41,12 @@ def worker(
         typer.Option(help="static group member id (default: host:web-port:app-id)"),
     ] = None,
     max_policy_bytes: MaxPolicyBytesOption = MAX_POLICY_BYTES,
+    loop: Annotated[
+        str | None,
+        typer.Option(help="event loop: uvloop or asyncio (default: $CLAIMWATCH_LOOP, else uvloop)"),
+    ] = None,
 ) -> None:
     """Run the stream worker: claims in; decisions, resolutions, conflicts and DLQ out."""
-    # imported here, not at the top: Faust takes about a second to import, and every other
-    # command (registered beside this one) would pay for it at each start
-    from streams.worker.run import run_worker
-
     policy_or_fail(policy, max_policy_bytes)  # a bad policy: exit 2 before connecting anywhere
     settings = WorkerSettings(
         policy_path=policy,
@@ -59,6 +60,21 @@ def worker(
         instance_id=instance_id,
         max_policy_bytes=max_policy_bytes,
     )
+    if loop is not None:
+        settings.loop = loop
+    if settings.loop not in LOOPS:
+        typer.echo(
+            f"claimwatch: event loop {settings.loop!r} (--loop or CLAIMWATCH_LOOP): "
+            f"choose one of {', '.join(LOOPS)}",
+            err=True,
+        )
+        raise typer.Exit(2)
+    # imported here, not at the top: Faust takes about a second to import, and every other
+    # command (registered beside this one) would pay for it at each start. After the loop
+    # is checked: importing Faust reads `--loop` from the command line itself, and fails
+    # on a loop it does not know.
+    from streams.worker.run import run_worker
+
     if bootstrap:
         settings.bootstrap = bootstrap
     if topic_prefix is not None:

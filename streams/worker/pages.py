@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.worker.app import Pipeline
 from streams.worker.liveness import BrokerWatch, CrashBudget, health_reasons
+from streams.worker.loop import running_loop
 from streams.worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -102,8 +103,10 @@ def install_health(
     async def health_page(web: Any, request: Any) -> Any:
         reasons = current_reasons(app, budget, broker)
         if reasons:
-            return web.json({"status": "unhealthy", "reasons": reasons}, status=503)
-        return web.json({"status": "ok", "reasons": []})
+            return web.json(
+                {"status": "unhealthy", "reasons": reasons, "loop": running_loop()}, status=503
+            )
+        return web.json({"status": "ok", "reasons": [], "loop": running_loop()})
 
     def agent_named(name: str) -> Any | None:
         return next((a for a in app.agents.values() if a.name.rsplit(".", 1)[-1] == name), None)

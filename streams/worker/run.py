@@ -30,6 +30,7 @@ from streams.worker.docs.agents import install_docs
 from streams.worker.docs.edge import DocsEdge
 from streams.worker.faust_kit import install_full_collection, supervisor
 from streams.worker.liveness import BrokerWatch, CrashBudget
+from streams.worker.loop import install_loop
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
@@ -161,6 +162,9 @@ def wire(settings: WorkerSettings) -> Wired:
 
 def run_worker(settings: WorkerSettings) -> None:
     """Run until stopped (SIGINT/SIGTERM stop it cleanly; repeated agent crashes exit 3)."""
+    # before anything makes a loop: Faust's, the topic set-up's and the consumer thread's
+    loop = install_loop(settings.loop)
+    log.info("event loop: %s", loop)
     wired = wire(settings)
     names = TopicNames(settings.prefix)
     asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))

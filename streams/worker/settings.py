@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from streams.wire.kafka import env_bootstrap, env_prefix
+from streams.worker.loop import DEFAULT_LOOP
 
 #: The store the worker keeps its tables in unless told otherwise (`--store`).
 DEFAULT_STORE: Final = "rocksdb://"
@@ -63,6 +64,8 @@ class WorkerSettings:
     gc_full_every_s: float = field(
         default_factory=lambda: float(os.environ.get("CLAIMWATCH_GC_FULL_EVERY_S", "300"))
     )
+    #: the event loop (streams.worker.loop): uvloop, or asyncio (`CLAIMWATCH_LOOP`)
+    loop: str = field(default_factory=lambda: os.environ.get("CLAIMWATCH_LOOP", DEFAULT_LOOP))
     #: a stop asked for (SIGTERM, SIGINT) that has not finished after this many seconds
     #: ends the process at once, exit 4 (a stop waits on the broker, which may be gone)
     stop_timeout_s: float = field(

@@ -11,8 +11,11 @@ from pathlib import Path
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 
 
-def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+def run_cli(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed CLI with `args` (and `env` on top of this process's), output captured."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
         [str(CLAIMWATCH), *args],
         input=stdin if stdin is not None else b"",

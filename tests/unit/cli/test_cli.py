@@ -163,6 +163,18 @@ def test_max_policy_bytes_raises_the_limit(tmp_path: Path, command: str) -> None
     assert example.stdout == allowed.stdout
 
 
+@pytest.mark.parametrize(
+    ("args", "env"), [(("--loop", "trio"), {}), ((), {"CLAIMWATCH_LOOP": "trio"})]
+)
+def test_an_unknown_event_loop_exits_2(args: tuple[str, ...], env: dict[str, str]) -> None:
+    """`--loop trio` (or CLAIMWATCH_LOOP=trio) is bad usage: exit 2 naming the choices."""
+    done = run_cli("worker", "--policy", str(POLICY), *args, env=env)
+    expected = (
+        "claimwatch: event loop 'trio' (--loop or CLAIMWATCH_LOOP): choose one of uvloop, asyncio\n"
+    )
+    assert (2, expected) == (done.returncode, done.stderr.decode())
+
+
 def test_max_policy_bytes_must_be_positive() -> None:
     """A limit of zero is bad usage: exit 2 naming the option."""
     done = run_cli("resolve", "--policy", str(POLICY), "--max-policy-bytes", "0", str(CLAIMS))
