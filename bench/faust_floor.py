@@ -37,10 +37,10 @@ from bench.workload import POLICY
 from streams.wire.kafka import env_bootstrap
 from streams.worker.app import raw_table, raw_topic
 from streams.worker.changelog import Delivery, DirectTable
-from streams.worker.faust_kit import batched_events
+from streams.worker.faust_kit import batched_events, install_store_flush
 from streams.worker.loop import DEFAULT_LOOP, install_loop
 from streams.worker.settings import DEFAULT_STORE
-from streams.worker.store import register, store_url
+from streams.worker.store import FLUSH_EVERY_S, register, store_url
 from streams.worker.transport import broker_url
 from streams.worker.transport import register as register_transport
 
@@ -85,6 +85,8 @@ def build(spec: dict[str, Any]) -> faust.App:
         if tabled and _stateful(topic)
     }
 
+    if tabled:  # the worker's default store, flushed as the worker flushes it
+        install_store_flush(app, FLUSH_EVERY_S)
     ready = Path(spec["ready"])
     decider = (
         PlainStream(plain_resolve.compile_policy(str(POLICY)), PARTITIONS)

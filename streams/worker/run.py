@@ -28,14 +28,14 @@ from streams.worker.claims.edge import Runtime
 from streams.worker.claims.facts import TableFacts
 from streams.worker.docs.agents import install_docs
 from streams.worker.docs.edge import DocsEdge
-from streams.worker.faust_kit import install_full_collection, supervisor
+from streams.worker.faust_kit import install_full_collection, install_store_flush, supervisor
 from streams.worker.liveness import BrokerWatch, CrashBudget
 from streams.worker.loop import install_loop
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
 from streams.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
-from streams.worker.store import partition_scan
+from streams.worker.store import FLUSH_EVERY_S, partition_scan
 from streams.worker.verdicts.agents import install_verdicts
 from streams.worker.verdicts.edge import VerdictsEdge
 
@@ -153,6 +153,7 @@ def wire(settings: WorkerSettings) -> Wired:
     on_decision = install_plans(pipe, plans_edge(pipe), metrics, supervise)
     install_claims(pipe, runtime, facts, metrics, supervise, on_decision)
     install_full_collection(pipe.app, settings.gc_full_every_s)
+    install_store_flush(pipe.app, FLUSH_EVERY_S)
     install_alerts(pipe, alerting, metrics, supervise)
     install_verdicts(pipe, edge, metrics, supervise)
     install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)

@@ -43,6 +43,28 @@ def register() -> None:
     STORES.aliases[SCHEME] = f"{__name__}:HealingRocksDBStore"
 
 
+def _no_wal() -> rocksdict.WriteOptions:
+    options = rocksdict.WriteOptions()
+    options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property (stub wrong)
+    return options
+
+
+#: Writes without rocksdb's write-ahead log, as Kafka Streams writes its stores: the
+#: changelog topic makes a table durable, not the local database. A partition's entries
+#: and the changelog offset they include (written when the broker acknowledges a change)
+#: are in one database, written in order, so what a crash leaves is an earlier state of it,
+#: whole, with its own offset: the restore reads the changelog from there (every later
+#: write is in the changelog before its input offset is committed). What bounds how much
+#: earlier is the flush of the memory tables every FLUSH_EVERY_S (`flush_all`), as Kafka
+#: Streams flushes its stores at each commit; a clean close flushes too.
+NO_WAL: Final = _no_wal()
+#: How often the worker flushes its stores' memory tables to disk (seconds): a SIGKILL
+#: costs a restart at most this much changelog to read again (with the log it cost none,
+#: without log or flush it cost everything since the start: 30.7 s instead of 19.8 s to
+#: the first decision after a restart with 100,000 live facts).
+FLUSH_EVERY_S: Final = 5.0
+
+
 class HealingRocksDBStore(RocksDBStore):
     """Rocksdb store whose partitions ahead of their changelog are wiped and restored."""
 
@@ -78,6 +100,17 @@ class HealingRocksDBStore(RocksDBStore):
         actives = self.app.assignor.assigned_actives()
         gaps = [owned[tp.topic].gap(tp, ends[tp]) for tp in mine if tp in actives and tp in ends]
         await _catch_up(self.app, gaps, lambda t, p, rs: owned[t].apply_records(p, rs))
+
+    def _open_for_partition(self, partition: int) -> Any:
+        """Open a partition's database with its write-ahead log off (see `NO_WAL`)."""
+        db = super()._open_for_partition(partition)
+        db.set_write_options(NO_WAL)
+        return db
+
+    def flush(self) -> None:
+        """Start a flush of every open partition's memory table (it runs in the background)."""
+        for db in list(self._dbs.values()):
+            db.flush(wait=False)
 
     def heal(self, tp: Any, end: int | None) -> None:
         """Wipe a partition whose applied offset is beyond its changelog's end."""
@@ -170,6 +203,14 @@ async def _catch_up(app: Any, gaps: Sequence[Gap], apply: Apply) -> None:
         done.seconds,
         "" if done.complete else " (Faust's recovery reads the rest)",
     )
+
+
+def flush_all(app: Any) -> int:
+    """Flush the memory tables of every store of this module in the app; how many stores."""
+    stores = [t.data for t in app.tables.values() if isinstance(t.data, HealingRocksDBStore)]
+    for store in stores:
+        store.flush()
+    return len(stores)
 
 
 def partition_scan(table: Any) -> Callable[[int], Iterable[tuple[bytes, bytes]]]:
