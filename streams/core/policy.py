@@ -24,8 +24,10 @@ def base_source(source: str) -> str:
 def is_owner(rule: FieldRule, source: str) -> bool:
     """Whether a source is the field's owner (exact id, or its service part)."""
     owner = rule.owner
-    if owner is None or source == owner:
-        return owner is not None
+    if owner is None:
+        return False
+    if source == owner:  # the common case, before any split
+        return True
     return "@" in source and base_source(source) == owner
 
 

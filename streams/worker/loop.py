@@ -27,20 +27,23 @@ def install_loop(name: str) -> str:
     """
     if name not in LOOPS:
         raise ValueError(f"unknown event loop {name!r}: choose one of {', '.join(LOOPS)}")
-    if name == "asyncio":
-        asyncio.set_event_loop_policy(None)
-        return "asyncio"
+    policy = _uvloop_policy() if name == "uvloop" else None
+    asyncio.set_event_loop_policy(policy)  # None: Python's own
+    return "asyncio" if policy is None else "uvloop"
+
+
+def _uvloop_policy() -> asyncio.AbstractEventLoopPolicy | None:
+    """Uvloop's loop policy, or None (with a warning) where uvloop is not installed."""
     try:
         import uvloop
     except ImportError:
         log.warning("uvloop is not installed on this platform: the worker runs on asyncio")
-        asyncio.set_event_loop_policy(None)
-        return "asyncio"
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return "uvloop"
+        return None
+    policy: asyncio.AbstractEventLoopPolicy = uvloop.EventLoopPolicy()
+    return policy
 
 
 def running_loop() -> str:
     """The name of the event loop running this coroutine's thread (`uvloop` or `asyncio`)."""
     module = type(asyncio.get_running_loop()).__module__
-    return "uvloop" if module.split(".", 1)[0] == "uvloop" else "asyncio"
+    return "uvloop" if module.startswith("uvloop") else "asyncio"

@@ -102,11 +102,9 @@ def install_health(
     @app.page("/health")
     async def health_page(web: Any, request: Any) -> Any:
         reasons = current_reasons(app, budget, broker)
-        if reasons:
-            return web.json(
-                {"status": "unhealthy", "reasons": reasons, "loop": running_loop()}, status=503
-            )
-        return web.json({"status": "ok", "reasons": [], "loop": running_loop()})
+        status = "unhealthy" if reasons else "ok"
+        body = {"status": status, "reasons": reasons, "loop": running_loop()}
+        return web.json(body, status=503 if reasons else 200)
 
     def agent_named(name: str) -> Any | None:
         return next((a for a in app.agents.values() if a.name.rsplit(".", 1)[-1] == name), None)

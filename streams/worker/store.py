@@ -59,9 +59,8 @@ def _no_wal() -> rocksdict.WriteOptions:
 #: Streams flushes its stores at each commit; a clean close flushes too.
 NO_WAL: Final = _no_wal()
 #: How often the worker flushes its stores' memory tables to disk (seconds): a SIGKILL
-#: costs a restart at most this much changelog to read again (with the log it cost none,
-#: without log or flush it cost everything since the start: 30.7 s instead of 19.8 s to
-#: the first decision after a restart with 100,000 live facts).
+#: costs a restart at most this much changelog to read again (without log or flush it cost
+#: everything since the start; see the README's "Local state and restarts").
 FLUSH_EVERY_S: Final = 5.0
 
 
@@ -85,11 +84,7 @@ class HealingRocksDBStore(RocksDBStore):
         if HealingRocksDBStore._handled == generation:
             return
         HealingRocksDBStore._handled = generation
-        stores = [
-            table.data
-            for table in self.app.tables.values()
-            if isinstance(table.data, HealingRocksDBStore)
-        ]
+        stores = stores_of(self.app)
         owned = {t: s for s in stores for t in s.table.changelog_topic.topics}
         mine = sorted(tp for tp in newly_assigned if tp.topic in owned)
         if not mine:
@@ -205,9 +200,14 @@ async def _catch_up(app: Any, gaps: Sequence[Gap], apply: Apply) -> None:
     )
 
 
+def stores_of(app: Any) -> list[HealingRocksDBStore]:
+    """The stores of this module among the app's tables (one a table)."""
+    return [t.data for t in app.tables.values() if isinstance(t.data, HealingRocksDBStore)]
+
+
 def flush_all(app: Any) -> int:
     """Flush the memory tables of every store of this module in the app; how many stores."""
-    stores = [t.data for t in app.tables.values() if isinstance(t.data, HealingRocksDBStore)]
+    stores = stores_of(app)
     for store in stores:
         store.flush()
     return len(stores)

@@ -9,7 +9,7 @@ import pytest
 
 from streams.client.publisher import Publisher
 from tests.support.claims import envelope
-from tests.support.kafka import REPO, Record, TopicReader, Workers, considered, rfc3339
+from tests.support.kafka import REPO, Workers, decision_naming, rfc3339
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
@@ -30,14 +30,9 @@ async def test_the_worker_decides_on_its_event_loop(
     claim = envelope("loop-1", "billing-api", "paid", subject="invoice:loop-1", observed_at=at)
     async with Publisher(kafka_bootstrap, worker.prefix) as publisher:
         await publisher.publish(claim)
-
-    def naming(records: list[Record]) -> list[str]:
-        return [d["outcome"] for d in (r.json() for r in records) if "loop-1" in considered(d)]
-
-    async with TopicReader(kafka_bootstrap, worker.names.decisions) as reader:
-        records = await reader.wait_for(lambda read: bool(naming(read)), 45.0, "its decision")
+    decision = await decision_naming(kafka_bootstrap, worker.names.decisions, "loop-1")
     assert (200, expected_loop, "resolved") == (
         status,
         orjson.loads(body)["loop"],
-        naming(records)[0],
+        decision["outcome"],
     )

@@ -493,6 +493,21 @@ def considered(decision: Mapping[str, Any]) -> set[str]:
     return {c["claim_id"] for c in decision["claims"]}
 
 
+async def decision_naming(
+    bootstrap: str, topic: str, claim_id: str, timeout: float = 45.0
+) -> dict[str, Any]:
+    """The first record of `topic` (decisions) that lists `claim_id` among its claims."""
+
+    def naming(records: list[Record]) -> list[dict[str, Any]]:
+        return [d for d in (r.json() for r in records) if claim_id in considered(d)]
+
+    async with TopicReader(bootstrap, topic) as reader:
+        records = await reader.wait_for(
+            lambda read: bool(naming(read)), timeout, f"a decision of {claim_id}"
+        )
+        return naming(records)[0]
+
+
 def decisions_by_fact(records: Iterable[Record]) -> dict[str, list[dict[str, Any]]]:
     """Decision records grouped by fact key, in log order."""
     grouped: dict[str, list[dict[str, Any]]] = {}
