@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +34,10 @@ class Batch:
     facts: dict[tuple[str, str], list[Claim]] = field(default_factory=dict)
     errors: list[LineError] = field(default_factory=list)
     claims: int = 0
-    #: where each kept claim came from: (subject, field, claim_id) -> (source, line)
-    lines: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
+    #: what was read from: the source errors name
+    source: str = "<stdin>"
+    #: each kept claim's envelope and line: (subject, field, claim_id) -> (envelope, line)
+    kept: dict[tuple[str, str, str], tuple[Mapping[str, Any], int]] = field(default_factory=dict)
 
 
 def internal_error(exc: BaseException) -> str:
@@ -57,11 +59,11 @@ def read_claims(
     is an error too, and its claim_id stays free (as in the worker). Whatever goes wrong
     with one line is that line's error: the other lines are read as usual.
     """
-    batch = Batch()
-    seen: dict[tuple[str, str, str], Any] = {}
+    batch = Batch(source=source)
+    signing = policy if policy is not None and policy.policy.signing else None
     for number, raw in enumerate(lines, start=1):
         try:
-            _read_line(batch, seen, raw, source, number, policy)
+            _read_line(batch, raw, source, number, signing)
         except Exception as exc:  # one guard per line: a bug costs this line, not the file
             batch.errors.append(LineError(source, number, "claim", internal_error(exc)))
     return batch
@@ -69,12 +71,12 @@ def read_claims(
 
 def _read_line(
     batch: Batch,
-    seen: dict[tuple[str, str, str], Any],
     raw: bytes | str | Claim,
     source: str,
     number: int,
-    policy: CompiledPolicy | None,
+    signing: CompiledPolicy | None,
 ) -> None:
+    """Read one line into the batch (`signing`: the policy, when it requires signatures)."""
     if isinstance(raw, Claim):
         claim = raw
     elif not raw or raw.isspace():  # a blank line (no copy made to find out)
@@ -85,14 +87,14 @@ def _read_line(
         except DecodeError as exc:
             batch.errors.append(LineError(source, number, "claim", str(exc)))
             return
-    unsigned = signature_problem(policy, claim.envelope) if policy is not None else None
+    unsigned = signature_problem(signing, claim.envelope) if signing is not None else None
     if unsigned is not None:
         batch.errors.append(LineError(source, number, "signature", unsigned))
         return
     ident = (claim.subject, claim.field, claim.claim_id)
-    previous = seen.get(ident)
+    previous = batch.kept.get(ident)
     if previous is not None:
-        if previous != claim.envelope:
+        if previous[0] != claim.envelope:
             batch.errors.append(
                 LineError(
                     source,
@@ -102,10 +104,14 @@ def _read_line(
                 )
             )
         return
-    seen[ident] = claim.envelope
+    batch.kept[ident] = (claim.envelope, number)
     batch.claims += 1
-    batch.facts.setdefault((claim.subject, claim.field), []).append(claim)
-    batch.lines[ident] = (source, number)
+    key = (claim.subject, claim.field)
+    held = batch.facts.get(key)
+    if held is None:
+        batch.facts[key] = [claim]
+    else:
+        held.append(claim)
 
 
 def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[dict[str, Any]]:
@@ -180,5 +186,6 @@ def _decided(
 
 
 def _claim_error(batch: Batch, claim: Claim, exc: BaseException) -> LineError:
-    source, line = batch.lines.get((claim.subject, claim.field, claim.claim_id), ("?", 0))
+    kept = batch.kept.get((claim.subject, claim.field, claim.claim_id))
+    source, line = (batch.source, kept[1]) if kept is not None else ("?", 0)
     return LineError(source, line, "claim", internal_error(exc))

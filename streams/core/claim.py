@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Final
@@ -152,11 +152,53 @@ def claim_from_envelope(
     decoder's word that the envelope keeps the limits `scan` checks (the codec gives it for
     bytes where that is sure); the scan is then skipped.
     """
-    if not isinstance(envelope, Mapping):
+    if type(envelope) is not dict and not isinstance(envelope, Mapping):
         raise EnvelopeError(f"a claim must be a JSON object, got {_json_kind(envelope)}")
     found = CLEAN if within_limits else scan(envelope)
     if found.refused is not None:
         raise EnvelopeError(found.refused)
+    get: Callable[[str], Any] = envelope.get
+    claim_id, subject, field, source = get("claim_id"), get("subject"), get("field"), get("source")
+    # the usual claim in one test: four non-empty plain strings, printable together
+    usual = (
+        type(claim_id) is str
+        and type(subject) is str
+        and type(field) is str
+        and type(source) is str
+        and claim_id
+        and subject
+        and field
+        and source
+        and f"{claim_id}{subject}{field}{source}".isprintable()
+    )
+    if not usual:
+        _check_names(envelope)
+    if len(claim_id) > MAX_CLAIM_ID:
+        raise EnvelopeError(f"`claim_id` is longer than {MAX_CLAIM_ID} characters")
+    if "|" in field:
+        raise EnvelopeError(
+            "`field` contains `|`, which separates subject and field in the fact key"
+        )
+    if share and type(envelope) is dict:
+        _share_names(envelope)
+        subject, field, source = envelope["subject"], envelope["field"], envelope["source"]
+    observed_us, time_error = _observed(envelope)
+    return Claim(
+        claim_id,
+        subject,
+        field,
+        source,
+        observed_us,
+        time_error,
+        get("status"),
+        envelope,
+        None,
+        _contract_error(envelope) or found.number,
+    )
+
+
+def _check_names(envelope: Mapping[str, Any]) -> None:
+    """Raise EnvelopeError for the first required key that is no non-empty printable string."""
     for key in REQUIRED_KEYS:
         raw = envelope.get(key)
         if raw is None:
@@ -169,27 +211,6 @@ def claim_from_envelope(
                 f"`{key}` contains the control character U+{ord(control.group()):04X} "
                 f"at position {control.start()}"
             )
-    claim_id: str = envelope["claim_id"]
-    if len(claim_id) > MAX_CLAIM_ID:
-        raise EnvelopeError(f"`claim_id` is longer than {MAX_CLAIM_ID} characters")
-    if "|" in envelope["field"]:
-        raise EnvelopeError(
-            "`field` contains `|`, which separates subject and field in the fact key"
-        )
-    if share and type(envelope) is dict:
-        _share_names(envelope)
-    observed_us, time_error = _observed(envelope)
-    return Claim(
-        claim_id=claim_id,
-        subject=envelope["subject"],
-        field=envelope["field"],
-        source=envelope["source"],
-        observed_us=observed_us,
-        time_error=time_error,
-        status=envelope.get("status"),
-        envelope=envelope,
-        contract_error=_contract_error(envelope) or found.number,
-    )
 
 
 def _share_names(envelope: dict[str, Any]) -> None:
@@ -252,15 +273,18 @@ _RANGE_TEXT: Final = "0001-01-01T00:00:00Z to 9998-12-31T23:59:59.999999Z"
 
 def _contract_error(envelope: Mapping[str, Any]) -> str | None:
     """A wrongly typed optional key, or a confidence out of 0..1 (None when all is well)."""
+    get = envelope.get
     for key in OPTIONAL_TEXT_KEYS:
-        value = envelope.get(key)
-        if value is not None and not isinstance(value, str):
+        value = get(key)
+        if value is not None and type(value) is not str and not isinstance(value, str):
             return f"`{key}` must be a string, got {describe(value)}"
-    confidence = envelope.get("confidence")
+    confidence = get("confidence")
+    if confidence is None:
+        return None
     in_range = (isinstance(confidence, float) and 0.0 <= confidence <= 1.0) or (
         type(confidence) is int and 0 <= confidence <= 1
     )  # NaN compares false: out of range
-    if confidence is not None and not in_range:
+    if not in_range:
         return f"`confidence` must be a number from 0 to 1 or null, got {describe(confidence)}"
     return None
 

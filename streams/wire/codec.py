@@ -47,6 +47,14 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
     a JSON value that is not an object and an envelope that names no fact are refused too.
     `share` interns the claim's repeated strings (see `claim_from_envelope`).
     """
+    if type(raw) is bytes and 0 < len(raw) <= MAX_CLAIM_BYTES:  # as read: checks in order
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if raw.isspace():
+                raise DecodeError("empty value: a claim is a JSON object") from None
+            raise DecodeError(f"not JSON: {exc}") from None
+        return claim_of(data, share, keeps_limits(raw))
     if raw is None:
         raise DecodeError("tombstone: a null value is not a claim (claims are never deleted)")
     if isinstance(raw, bytearray | memoryview):
