@@ -24,7 +24,7 @@ from typing import IO, Any, Final
 
 from streams.audit.replay import Replayed, Replayer
 from streams.audit.resolve_file import LineError
-from streams.audit.shares import JOB, forked, named_fact
+from streams.audit.shares import JOB, forked, kept_to_the_end, named_fact
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
 from streams.wire.codec import DecodeError, claim_of, keeps_limits
@@ -119,6 +119,7 @@ def _part(index: int) -> Part:
             tagged.at(_AT_END, partition)
             replayer.finish_partition(partition)
     result = replayer.result
+    kept_to_the_end(replayer)
     return Part(output, result.errors, result.records)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
-from streams.audit.shares import JOB, forked, named_fact
+from streams.audit.shares import JOB, forked, kept_to_the_end, named_fact
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
 from streams.wire.codec import DecodeError, claim_of, keeps_limits
@@ -87,6 +87,7 @@ def _part(index: int) -> Part:
         for key, line in resolve_keyed(batch, JOB["policy"], JOB["now_us"]):
             sink.write(line)
             keys.append(key)
+    kept_to_the_end(batch)
     return Part(output, keys, batch.errors)
 
 

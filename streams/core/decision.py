@@ -31,6 +31,8 @@ _ENVELOPE_ORDER: Final = (
     "trace_id",
 )
 _USUAL: Final = frozenset(_ENVELOPE_ORDER)
+#: Each class's text (a plain str: what `.value` gives, without the enum's property lookup).
+_AUTHORITY_TEXT: Final = {a: str(a.value) for a in Authority}
 
 
 def decision_id(policy_version: str, fact: str, pairs: list[tuple[str, str]]) -> str:
@@ -86,7 +88,7 @@ def _claim_part(entry: Entry) -> dict[str, Any]:
         record["observed_at"] = as_rfc3339(envelope.get("observed_at"), entry.claim.observed_us)
     if "authority" in envelope:
         record["claimed_authority"] = fit_for_json(envelope["authority"])
-    record["authority"] = entry.authority.value
+    record["authority"] = _AUTHORITY_TEXT[entry.authority]
     record["lineage"] = entry.lineage
     return record
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from streams.core.claim import Claim, fact_key
+from streams.core.claim import Claim
 from streams.core.contract import check
 from streams.core.decision import (
     action_for,
@@ -99,7 +99,7 @@ def _record(
         for entry in entries:
             if entry.disposition == "outranked":
                 entry.temporal = entry.observed_us < winner.observed_us
-    fact = fact_key(first.subject, first.field)
+    fact = first.fact_key
     entries.sort(key=claim_order)
     pairs = [(e.claim_id, e.disposition or "") for e in entries]
     exists = None if winner is None else winner.canon is not ABSENT
