@@ -1,9 +1,12 @@
-"""Shared fixtures for the test suite: the example policy and the unit tests' clock."""
+"""Shared fixtures for the test suite: the example policy, the unit tests' clock, units."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from streams.core import units
 from streams.core.policy import CompiledPolicy
 from streams.core.timeutil import parse_rfc3339
 from streams.policy.loading import load_policy
@@ -22,3 +25,15 @@ def policy() -> CompiledPolicy:
 def now_us() -> int:
     """The fixed clock time the unit tests decide at."""
     return parse_rfc3339(NOW)
+
+
+@pytest.fixture
+def fresh_unit_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """No unit known from before for the test; yields what `learned` was told, in order."""
+    told: list[str] = []
+    monkeypatch.setattr(units, "_known_units", set())
+    monkeypatch.setattr(units, "_known_scales", {})
+    monkeypatch.setattr(units, "_learned", lambda: told.append("learned"))
+    units.converter.cache_clear()
+    yield told
+    units.converter.cache_clear()

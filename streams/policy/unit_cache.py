@@ -16,13 +16,18 @@ costs the time, never the registry: it is then built without one.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
 import logging
+import math
 import os
 import platform
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from streams.core import units
 
@@ -85,6 +90,76 @@ def _first(folder: Path) -> Any:
     return pint.UnitRegistry(cache_folder=folder)
 
 
+def known_file() -> Path | None:
+    """The file of what pint said before, for this very pint install (None: no cache).
+
+    Named by a digest of the install's RECORD (every file of it, with its hash), found
+    without importing pint: another pint, or the same one changed, has another file.
+    """
+    root = os.environ.get(CACHE_DIR_ENV)
+    spec = importlib.util.find_spec("pint")
+    if root == "" or spec is None or spec.origin is None:
+        return None
+    site = Path(spec.origin).parent.parent
+    records = sorted(site.glob("pint-*.dist-info/RECORD"))
+    if len(records) != 1:
+        return None
+    digest = hashlib.sha256(records[0].read_bytes()).hexdigest()[:16]
+    import platformdirs
+
+    base = Path(root) if root is not None else platformdirs.user_cache_path("claimwatch")
+    return base / f"units-{digest}.json"
+
+
+def load_known(path: Path) -> None:
+    """Give the unit checks what the file says pint said; a file in doubt is ignored."""
+    try:
+        data = orjson.loads(path.read_bytes())
+        names = data["units"]
+        scales = {(a, b): (float(scale), float(offset)) for a, b, scale, offset in data["scales"]}
+        if not all(isinstance(n, str) for n in names) or not all(
+            isinstance(a, str) and isinstance(b, str) for a, b in scales
+        ):
+            raise ValueError("a unit is not a string")
+        if not all(math.isfinite(x) for pair in scales.values() for x in pair):
+            raise ValueError("a scale is not finite")
+    except FileNotFoundError:
+        return
+    except Exception as exc:  # damaged, or written by hand: pint answers instead
+        log.debug("known units %s not used: %s", path, exc)
+        return
+    units.know(names, scales, lambda: save_known(path))
+
+
+def save_known(path: Path) -> None:
+    """Write what is known now to the file, whole (written aside, then renamed into place)."""
+    names, scales = units.known()
+    body = {"units": names, "scales": [[a, b, s, o] for (a, b), (s, o) in scales.items()]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, aside = tempfile.mkstemp(prefix=".units-", dir=path.parent)
+    except OSError as exc:  # the cache is only ever a saving
+        log.debug("known units not written to %s: %s", path, exc)
+        return
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(orjson.dumps(body))
+        os.replace(aside, path)
+    except OSError as exc:
+        log.debug("known units not written to %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(aside)
+
+
 def use_unit_cache() -> None:
-    """Have the process's unit registry built from the cache (see `units.registry`)."""
+    """Have the process's unit registry built from the cache (see `units.registry`).
+
+    What pint said in earlier processes (units it parses, conversions) is read first: a
+    policy and claims that use only such units need no pint at all. What it says anew is
+    written back as soon as it is said (forked processes included).
+    """
     units.build_registry_with(cached_registry)
+    path = known_file()
+    if path is not None:
+        units.know((), {}, lambda: save_known(path))
+        load_known(path)

@@ -1,14 +1,18 @@
-"""pint's parsed definitions cached on disk: made whole, read back, never a failure."""
+"""What pint says, cached on disk (definitions, units, conversions): never a failure."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from streams.core import units
 from streams.policy import unit_cache
 
 
@@ -96,3 +100,80 @@ def test_a_folder_put_in_place_first_by_another_process_is_kept(
         [p.name for p in cache_dir.iterdir()],
         _kg_in_g(registry),
     )
+
+
+#: A fresh process: loads a policy with a quantity field, decides a claim in grams, and
+#: prints the decision's canonical value and whether pint was imported.
+_QUANTITY_RUN = """
+import sys
+from streams.core.resolve import resolve
+from streams.core.policy import CompiledPolicy
+from streams.policy.loading import parse_policy
+from streams.wire.codec import decode_claim
+text = 'policy_version: u\\nsources: {s: {authority: system_of_record}}\\n' + (
+    'fields: {weight: {type: quantity, unit: kg, freshness: 5m}}\\n'
+)
+policy = CompiledPolicy(parse_policy(text, 'p.yaml'))
+claim = decode_claim(
+    b'{"claim_id":"c","subject":"x","field":"weight","source":"s",'
+    b'"observed_at":"2026-09-14T09:00:00Z","status":"ok","value":{"value":250,"unit":"g"}}'
+)
+record = resolve([claim], policy, 1_789_376_400_000_000)
+print(record["canonical"], "pint" in sys.modules)
+"""
+
+#: The decision's canonical value of 250 g in a field kept in kg.
+_KG = "{'value': 0.25, 'unit': 'kg'}"
+
+
+def _quantity_run(cache_dir: Path) -> str:
+    """What `_QUANTITY_RUN` prints in a fresh process with `cache_dir` as the cache."""
+    env = {**os.environ, unit_cache.CACHE_DIR_ENV: str(cache_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", _QUANTITY_RUN], env=env, capture_output=True, check=True
+    )
+    return done.stdout.decode().strip()
+
+
+def test_a_second_process_checks_and_converts_known_units_without_pint(cache_dir: Path) -> None:
+    """The first process asks pint and writes what it said; the next one never imports it."""
+    first = _quantity_run(cache_dir)
+    known = unit_cache.known_file()
+    assert known is not None
+    assert ("{'value': 0.25, 'unit': 'kg'} True", "{'value': 0.25, 'unit': 'kg'} False") == (
+        first,
+        _quantity_run(cache_dir),
+    )
+    assert {"units": ["kg"], "scales": [["g", "kg", 0.001, 0.0]]} == orjson.loads(
+        known.read_bytes()
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"{not json", b'{"units": [1], "scales": []}', b'{"units": [], "scales": [["g"]]}'],
+)
+def test_a_damaged_known_units_file_costs_time_not_the_answer(
+    cache_dir: Path, damage: bytes
+) -> None:
+    """A file that does not read as what pint said is ignored: pint answers, and it is fixed."""
+    _quantity_run(cache_dir)
+    known = unit_cache.known_file()
+    assert known is not None
+    known.write_bytes(damage)
+    assert ("{'value': 0.25, 'unit': 'kg'} True", "{'value': 0.25, 'unit': 'kg'} False") == (
+        _quantity_run(cache_dir),
+        _quantity_run(cache_dir),
+    )
+
+
+def test_known_units_that_cannot_be_written_cost_time_not_the_answer(
+    tmp_path: Path, fresh_unit_memory: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the cache directory cannot be made, units are still checked and converted."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv(unit_cache.CACHE_DIR_ENV, str(blocker / "cache"))
+    unit_cache.use_unit_cache()
+    units.check_unit("kg")
+    assert (0.25, ["kg"]) == (units.converter("g", "kg")(250.0), units.known()[0])
