@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
 from streams.audit.shares import JOB, forked, kept_to_the_end, named_fact
@@ -28,11 +28,17 @@ from streams.wire.codec import DecodeError, claim_of, keeps_limits
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """What one process made of its share: its output file, its facts in order, its errors."""
+    """What one process made of its share: its output file (lines after their sort keys)."""
 
     output: str
-    keys: list[tuple[str, str]]
     errors: list[LineError]
+
+
+#: Ends a line's sort key in a part's file. A fact's subject and field hold no control
+#: characters (they are refused), so neither this nor the 0x00 between them occurs in a
+#: key: the key bytes compare as the (subject, field) pairs do (UTF-8 keeps the order of
+#: code points), and a part's file merges as plain lines.
+_KEY_END: Final = b"\x01"
 
 
 def owner_of(raw: bytes, parts: int) -> int:
@@ -82,21 +88,25 @@ def _part(index: int) -> Part:
     with open(JOB["path"], "rb") as handle:
         batch = read_claims(_own_lines(handle, index, jobs), JOB["name"], JOB["policy"])
     output = str(Path(JOB["work"]) / f"part-{index}.jsonl")
-    keys: list[tuple[str, str]] = []
     with open(output, "wb") as sink:
-        for key, line in resolve_keyed(batch, JOB["policy"], JOB["now_us"]):
-            sink.write(line)
-            keys.append(key)
+        for (subject, field), line in resolve_keyed(batch, JOB["policy"], JOB["now_us"]):
+            sink.write(sort_key(subject, field) + line)
     kept_to_the_end(batch)
-    return Part(output, keys, batch.errors)
+    return Part(output, batch.errors)
+
+
+def sort_key(subject: str, field: str) -> bytes:
+    """The bytes a decision's line is sorted by in a part's file (see `_KEY_END`)."""
+    return b"%s\x00%s%s" % (
+        subject.encode("utf-8", "surrogatepass"),
+        field.encode("utf-8", "surrogatepass"),
+        _KEY_END,
+    )
 
 
 def _merged(parts: Iterable[Part]) -> Iterator[bytes]:
-    """The parts' lines in fact order (each part is sorted, and no fact is in two)."""
+    """The parts' lines in fact order, keys cut off (each part is sorted, no fact in two)."""
     with contextlib.ExitStack() as stack:
-        streams = [
-            zip(part.keys, stack.enter_context(open(part.output, "rb")), strict=True)
-            for part in parts
-        ]
-        for _key, line in heapq.merge(*streams, key=lambda kv: kv[0]):
-            yield line
+        handles = [stack.enter_context(open(part.output, "rb")) for part in parts]
+        for line in heapq.merge(*handles):
+            yield line[line.index(_KEY_END) + 1 :]

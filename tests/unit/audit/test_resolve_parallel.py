@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.audit.resolve_file import read_claims, resolve_lines
-from streams.audit.resolve_parallel import owner_of, resolve_shared
+from streams.audit.resolve_parallel import owner_of, resolve_shared, sort_key
 from streams.audit.shares import PARALLEL_FROM_BYTES
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
@@ -67,6 +67,20 @@ def test_every_line_has_exactly_one_reader(raw: bytes, parts: int) -> None:
     owner = owner_of(raw, parts)
     assert 0 <= owner < parts
     assert owner == owner_of(raw, parts)
+
+
+_NAME = st.text(st.characters(blacklist_categories=["Cc"]), min_size=1, max_size=6)
+
+
+@given(st.tuples(_NAME, _NAME), st.tuples(_NAME, _NAME))
+def test_sort_keys_order_facts_as_their_names_do(
+    first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    """A part's line keys compare as the (subject, field) pairs the output is sorted by."""
+    assert (first < second, first == second) == (
+        sort_key(*first) < sort_key(*second),
+        sort_key(*first) == sort_key(*second),
+    )
 
 
 def test_a_fact_is_read_by_one_process_whatever_else_its_lines_hold() -> None:
