@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +31,16 @@ class LineError:
 class Batch:
     """Claims grouped by fact, in first-seen order, plus the lines that were refused."""
 
-    facts: dict[tuple[str, str], list[Claim]] = field(default_factory=dict)
+    #: each fact's kept claims by claim_id, in first-seen order, with the line of each
+    facts: dict[tuple[str, str], dict[str, tuple[Claim, int]]] = field(default_factory=dict)
     errors: list[LineError] = field(default_factory=list)
     claims: int = 0
     #: what was read from: the source errors name
     source: str = "<stdin>"
-    #: each kept claim's envelope and line: (subject, field, claim_id) -> (envelope, line)
-    kept: dict[tuple[str, str, str], tuple[Mapping[str, Any], int]] = field(default_factory=dict)
+
+    def claims_of(self, key: tuple[str, str]) -> list[Claim]:
+        """The kept claims of a fact, in first-seen order."""
+        return [claim for claim, _line in self.facts[key].values()]
 
 
 def internal_error(exc: BaseException) -> str:
@@ -91,27 +94,25 @@ def _read_line(
     if unsigned is not None:
         batch.errors.append(LineError(source, number, "signature", unsigned))
         return
-    ident = (claim.subject, claim.field, claim.claim_id)
-    previous = batch.kept.get(ident)
-    if previous is not None:
-        if previous[0] != claim.envelope:
-            batch.errors.append(
-                LineError(
-                    source,
-                    number,
-                    "claim_id",
-                    f"{claim.claim_id!r} was already used for this fact with other content",
-                )
-            )
-        return
-    batch.kept[ident] = (claim.envelope, number)
-    batch.claims += 1
     key = (claim.subject, claim.field)
     held = batch.facts.get(key)
     if held is None:
-        batch.facts[key] = [claim]
+        batch.facts[key] = {claim.claim_id: (claim, number)}
     else:
-        held.append(claim)
+        previous = held.get(claim.claim_id)
+        if previous is not None:
+            if previous[0].envelope != claim.envelope:
+                batch.errors.append(
+                    LineError(
+                        source,
+                        number,
+                        "claim_id",
+                        f"{claim.claim_id!r} was already used for this fact with other content",
+                    )
+                )
+            return
+        held[claim.claim_id] = (claim, number)
+    batch.claims += 1
 
 
 def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[dict[str, Any]]:
@@ -144,7 +145,7 @@ def _resolved(
     batch: Batch, policy: CompiledPolicy, now_us: int
 ) -> Iterator[tuple[tuple[str, str], dict[str, Any], bytes]]:
     for key in sorted(batch.facts):
-        decided = _decide_fact(batch, batch.facts[key], policy, now_us)
+        decided = _decide_fact(batch, batch.claims_of(key), policy, now_us)
         if decided is not None:
             record, line = decided
             yield key, record, line
@@ -186,6 +187,6 @@ def _decided(
 
 
 def _claim_error(batch: Batch, claim: Claim, exc: BaseException) -> LineError:
-    kept = batch.kept.get((claim.subject, claim.field, claim.claim_id))
+    kept = batch.facts.get((claim.subject, claim.field), {}).get(claim.claim_id)
     source, line = (batch.source, kept[1]) if kept is not None else ("?", 0)
     return LineError(source, line, "claim", internal_error(exc))
