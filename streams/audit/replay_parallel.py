@@ -50,8 +50,10 @@ def home_of(raw: bytes, partitions: int) -> int:
     return _home(named_fact(raw), partitions)
 
 
-def _home(named: tuple[bytes, Any] | None, partitions: int) -> int:
-    return 0 if named is None else partition_for(named[0], partitions)
+def _home(named: tuple[str, str, Any] | None, partitions: int) -> int:
+    if named is None:
+        return 0
+    return partition_for(f"{named[0]}|{named[1]}".encode("utf-8", "surrogatepass"), partitions)
 
 
 def jobs_for(jobs: int, partitions: int) -> int:
@@ -123,7 +125,7 @@ def _part(index: int) -> Part:
     return Part(output, result.errors, result.records)
 
 
-def _decoded(raw: bytes, named: tuple[bytes, Any] | None, home: int) -> tuple[Claim, int] | None:
+def _decoded(raw: bytes, named: tuple[str, str, Any] | None, home: int) -> tuple[Claim, int] | None:
     """The line's claim and home, from the JSON already parsed.
 
     None when the line names no fact or is no claim: the replayer then decodes it itself
@@ -132,7 +134,7 @@ def _decoded(raw: bytes, named: tuple[bytes, Any] | None, home: int) -> tuple[Cl
     if named is None:
         return None
     try:
-        return claim_of(named[1], within_limits=keeps_limits(raw)), home
+        return claim_of(named[2], within_limits=keeps_limits(raw)), home
     except DecodeError:
         return None
 

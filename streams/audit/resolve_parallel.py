@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +45,9 @@ def owner_of(raw: bytes, parts: int) -> int:
     return _owner(named_fact(raw), parts)
 
 
-def _owner(named: tuple[bytes, Any] | None, parts: int) -> int:
-    return 0 if named is None else zlib.crc32(named[0]) % parts
+def _owner(named: tuple[str, str, Any] | None, parts: int) -> int:
+    # Python's string hash: forked processes share its seed, and names hash once (cached)
+    return 0 if named is None else hash((named[0], named[1])) % parts
 
 
 def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Claim]:
@@ -64,7 +64,7 @@ def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Cl
             yield raw
         else:
             try:
-                yield claim_of(named[1], share=False, within_limits=keeps_limits(raw))
+                yield claim_of(named[2], share=False, within_limits=keeps_limits(raw))
             except DecodeError:
                 yield raw
 

@@ -43,8 +43,8 @@ def wants_parallel(path: str, jobs: int) -> bool:
         return False
 
 
-def named_fact(raw: bytes) -> tuple[bytes, Any] | None:
-    """The fact key a line names (`subject|field` as bytes) and its parsed JSON, else None.
+def named_fact(raw: bytes) -> tuple[str, str, Any] | None:
+    """The subject and field a line names, and its parsed JSON, else None.
 
     None for a line too large to be a claim, not JSON, not an object, or without a string
     subject and field: such a line belongs to the first process.
@@ -60,7 +60,7 @@ def named_fact(raw: bytes) -> tuple[bytes, Any] | None:
     subject, field = data.get("subject"), data.get("field")
     if not isinstance(subject, str) or not isinstance(field, str):
         return None
-    return f"{subject}|{field}".encode("utf-8", "surrogatepass"), data
+    return subject, field, data
 
 
 #: What a forked process keeps until it is stopped (see `kept_to_the_end`).

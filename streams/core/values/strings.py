@@ -17,12 +17,29 @@ _WS_RUN: Final = re.compile(r"\s+")
 class _StringNormalizer(_Base):
     """string and text: NFKC, then whitespace policy, then case policy."""
 
+    #: Bound on the remembered values, and on the length of a value worth remembering.
+    _MAX_REMEMBERED: Final = 4096
+    _MAX_REMEMBERED_LENGTH: Final = 256
+
     def __init__(self, field: FieldPolicy) -> None:
         super().__init__(field)
         self.fold = field.case == "fold"
         self.whitespace = field.whitespace
+        #: canonical forms already worked out (short values repeat: addresses, names)
+        self.seen: dict[str, str] = {}
 
     def _canon(self, value: object) -> Hashable:
+        if type(value) is str:
+            known = self.seen.get(value)
+            if known is not None:
+                return known
+            text = self._normalized(value)
+            if len(self.seen) < self._MAX_REMEMBERED and len(value) <= self._MAX_REMEMBERED_LENGTH:
+                self.seen[value] = text
+            return text
+        return self._normalized(value)
+
+    def _normalized(self, value: object) -> str:
         if not isinstance(value, str):
             raise NormalizationError(f"expected a string, got {_describe(value)}")
         text = unicodedata.normalize("NFKC", value)

@@ -583,6 +583,23 @@ def test_normalizer_is_reused_per_field() -> None:
     assert normalizer_for(first) is not normalizer_for(field(**{**spec, "case": "preserve"}))
 
 
+@given(st.lists(st.text(max_size=300), min_size=1, max_size=20))
+def test_a_string_normalizes_the_same_when_remembered(values: list[str]) -> None:
+    """A string field gives a value the same canon the first time, again, and past the bound."""
+    spec = {"type": "string", "case": "fold", "whitespace": "collapse"}
+    remembering = normalizer_for(field(**spec))
+    fresh = [type(remembering)(field(**spec)).canon(v) for v in values]
+    assert fresh == [remembering.canon(v) for v in values] == [remembering.canon(v) for v in values]
+
+
+def test_remembered_strings_are_bounded() -> None:
+    """Past its bound a string field stops remembering and still normalizes."""
+    normalizer: Any = type(normalizer_for(field(type="string")))(field(type="string"))
+    for n in range(normalizer._MAX_REMEMBERED + 10):
+        assert f"v{n}" == normalizer.canon(f" v{n}")
+    assert normalizer._MAX_REMEMBERED == len(normalizer.seen)
+
+
 def test_converter_is_cached_and_plain_float() -> None:
     """One plain-float converter is built per unit pair."""
     assert converter("g", "kg") is converter("g", "kg")
