@@ -196,5 +196,5 @@ def test_offline_resolve_refuses_badly_signed_lines_and_keeps_their_id_free() ->
     batch = read_claims(lines, "claims.jsonl", signing_policy())
     assert [(1, "signature"), (2, "signature")] == [(e.line, e.key) for e in batch.errors]
     assert 1 == batch.claims
-    (claims,) = batch.facts.values()
-    assert good["signature"] == claims[0].envelope["signature"]
+    (fact,) = batch.facts
+    assert good["signature"] == batch.claims_of(fact)[0].envelope["signature"]
