@@ -62,9 +62,18 @@ def read_claims(
     is an error too, and its claim_id stays free (as in the worker). Whatever goes wrong
     with one line is that line's error: the other lines are read as usual.
     """
+    return read_numbered(enumerate(lines, start=1), source, policy)
+
+
+def read_numbered(
+    numbered: Iterable[tuple[int, bytes | str | Claim]],
+    source: str = "<stdin>",
+    policy: CompiledPolicy | None = None,
+) -> Batch:
+    """`read_claims` of some lines of a file, each with its line number, in file order."""
     batch = Batch(source=source)
     signing = policy if policy is not None and policy.policy.signing else None
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in numbered:
         try:
             _read_line(batch, raw, source, number, signing)
         except Exception as exc:  # one guard per line: a bug costs this line, not the file

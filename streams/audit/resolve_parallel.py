@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from streams.audit.resolve_file import LineError, read_claims, resolve_keyed
+from streams.audit.resolve_file import LineError, read_numbered, resolve_keyed
 from streams.audit.shares import JOB, forked, kept_to_the_end, named_fact
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
@@ -50,23 +50,23 @@ def _owner(named: tuple[str, str, Any] | None, parts: int) -> int:
     return 0 if named is None else hash((named[0], named[1])) % parts
 
 
-def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[bytes | Claim]:
-    """Every line of a file for process `index`: its own claims decoded once, else b"".
+def _own_lines(handle: IO[bytes], index: int, parts: int) -> Iterator[tuple[int, bytes | Claim]]:
+    """The lines of a file that process `index` owns, numbered: its claims decoded once.
 
     A line it owns that does not decode, or that names no fact, is handed on as bytes,
-    for `read_claims` to report as the one-process path does.
+    for `read_numbered` to report as the one-process path does.
     """
-    for raw in handle:
+    for number, raw in enumerate(handle, start=1):
         named = named_fact(raw)
         if _owner(named, parts) != index:
-            yield b""
-        elif named is None:
-            yield raw
-        else:
-            try:
-                yield claim_of(named[2], share=False, within_limits=keeps_limits(raw))
-            except DecodeError:
-                yield raw
+            continue
+        if named is None:
+            yield number, raw
+            continue
+        try:
+            yield number, claim_of(named[2], share=False, within_limits=keeps_limits(raw))
+        except DecodeError:
+            yield number, raw
 
 
 def resolve_shared(
@@ -86,7 +86,7 @@ def _part(index: int) -> Part:
     """One process's share: its lines read and decided, its decisions written to a file."""
     jobs: int = JOB["jobs"]
     with open(JOB["path"], "rb") as handle:
-        batch = read_claims(_own_lines(handle, index, jobs), JOB["name"], JOB["policy"])
+        batch = read_numbered(_own_lines(handle, index, jobs), JOB["name"], JOB["policy"])
     output = str(Path(JOB["work"]) / f"part-{index}.jsonl")
     with open(output, "wb") as sink:
         for (subject, field), line in resolve_keyed(batch, JOB["policy"], JOB["now_us"]):
