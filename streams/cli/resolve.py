@@ -19,7 +19,7 @@ from streams.cli.common import (
     policy_or_fail,
 )
 from streams.policy.source import MAX_POLICY_BYTES
-from streams.worker.collector import one_pass
+from streams.worker.collector import no_collection
 
 
 def resolve(
@@ -35,7 +35,7 @@ def resolve(
     compiled = policy_or_fail(policy, max_policy_bytes)
     now_us = now_or_fail(now)
     out = sys.stdout.buffer
-    with one_pass(), open_input(file) as (handle, name):
+    with no_collection(), open_input(file) as (handle, name):
         processes = jobs if jobs is not None else default_jobs()
         if wants_parallel(file, processes):
             errors = resolve_shared(file, name, compiled, now_us, processes, out)
