@@ -56,7 +56,7 @@ def read_claims(
     """Decode JSON lines; a malformed line or a reused claim_id with new content is an error.
 
     A line may come as its claim already decoded (a caller that parsed it for its own
-    reasons, as `resolve_parallel` does); it is then taken as is.
+    reasons, as `resolve_parallel` does through `read_numbered`); it is then taken as is.
 
     With a `policy`, a claim of a source it requires to sign that lacks a valid signature
     is an error too, and its claim_id stays free (as in the worker). Whatever goes wrong

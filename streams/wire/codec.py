@@ -47,14 +47,22 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
     a JSON value that is not an object and an envelope that names no fact are refused too.
     `share` interns the claim's repeated strings (see `claim_from_envelope`).
     """
-    if type(raw) is bytes and 0 < len(raw) <= MAX_CLAIM_BYTES:  # as read: checks in order
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if raw.isspace():
-                raise DecodeError("empty value: a claim is a JSON object") from None
-            raise DecodeError(f"not JSON: {exc}") from None
-        return claim_of(data, share, keeps_limits(raw))
+    if type(raw) is not bytes or not 0 < len(raw) <= MAX_CLAIM_BYTES:  # bytes as read skip it
+        raw = _claim_text(raw)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if raw.isspace():
+            raise DecodeError(_EMPTY) from None
+        raise DecodeError(f"not JSON: {exc}") from None
+    return claim_of(data, share, isinstance(raw, bytes) and keeps_limits(raw))
+
+
+_EMPTY: Final = "empty value: a claim is a JSON object"
+
+
+def _claim_text(raw: object) -> bytes | str:
+    """A value that may be a claim's JSON text, as bytes or str; else DecodeError (why not)."""
     if raw is None:
         raise DecodeError("tombstone: a null value is not a claim (claims are never deleted)")
     if isinstance(raw, bytearray | memoryview):
@@ -65,12 +73,8 @@ def decode_claim(raw: bytes | str | None, share: bool = True) -> Claim:
     if size > MAX_CLAIM_BYTES:
         raise DecodeError(f"message of {size} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit")
     if not raw or raw.isspace():
-        raise DecodeError("empty value: a claim is a JSON object")
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise DecodeError(f"not JSON: {exc}") from None
-    return claim_of(data, share, isinstance(raw, bytes) and keeps_limits(raw))
+        raise DecodeError(_EMPTY)
+    return raw
 
 
 def claim_of(data: Any, share: bool = True, within_limits: bool = False) -> Claim:
