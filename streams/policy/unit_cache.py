@@ -16,6 +16,7 @@ costs the time, never the registry: it is then built without one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -40,15 +41,25 @@ log = logging.getLogger(__name__)
 CACHE_DIR_ENV = "CLAIMWATCH_CACHE_DIR"
 
 
-def cache_folder() -> Path | None:
-    """The folder of this pint and Python's cached definitions (None: no cache)."""
-    import pint
-    import platformdirs
-
+def _cache_root() -> Path | None:
+    """Where the cache goes: `CLAIMWATCH_CACHE_DIR`, else the user cache dir (None: no cache)."""
     root = os.environ.get(CACHE_DIR_ENV)
     if root == "":
         return None
-    base = Path(root) if root is not None else platformdirs.user_cache_path("claimwatch")
+    if root is not None:
+        return Path(root)
+    import platformdirs
+
+    return platformdirs.user_cache_path("claimwatch")
+
+
+def cache_folder() -> Path | None:
+    """The folder of this pint and Python's cached definitions (None: no cache)."""
+    import pint
+
+    base = _cache_root()
+    if base is None:
+        return None
     version = f"{platform.python_implementation()}-{platform.python_version()}"
     return base / f"pint-{pint.__version__}-{version}"
 
@@ -96,23 +107,24 @@ def known_file() -> Path | None:
     Named by a digest of the install's RECORD (every file of it, with its hash), found
     without importing pint: another pint, or the same one changed, has another file.
     """
-    root = os.environ.get(CACHE_DIR_ENV)
+    base, digest = _cache_root(), _pint_digest()
+    return None if base is None or digest is None else base / f"units-{digest}.json"
+
+
+@functools.cache
+def _pint_digest() -> str | None:
+    """A digest of the pint install's RECORD (read once a process), or None if not found."""
     spec = importlib.util.find_spec("pint")
-    if root == "" or spec is None or spec.origin is None:
+    if spec is None or spec.origin is None:
         return None
-    site = Path(spec.origin).parent.parent
-    records = sorted(site.glob("pint-*.dist-info/RECORD"))
+    records = sorted(Path(spec.origin).parent.parent.glob("pint-*.dist-info/RECORD"))
     if len(records) != 1:
         return None
-    digest = hashlib.sha256(records[0].read_bytes()).hexdigest()[:16]
-    import platformdirs
-
-    base = Path(root) if root is not None else platformdirs.user_cache_path("claimwatch")
-    return base / f"units-{digest}.json"
+    return hashlib.sha256(records[0].read_bytes()).hexdigest()[:16]
 
 
-def load_known(path: Path) -> None:
-    """Give the unit checks what the file says pint said; a file in doubt is ignored."""
+def load_known(path: Path) -> tuple[list[str], dict[tuple[str, str], tuple[float, float]]]:
+    """What the file says pint said (units, scales); nothing when the file is in doubt."""
     try:
         data = orjson.loads(path.read_bytes())
         names = data["units"]
@@ -124,31 +136,29 @@ def load_known(path: Path) -> None:
         if not all(math.isfinite(x) for pair in scales.values() for x in pair):
             raise ValueError("a scale is not finite")
     except FileNotFoundError:
-        return
+        return [], {}
     except Exception as exc:  # damaged, or written by hand: pint answers instead
         log.debug("known units %s not used: %s", path, exc)
-        return
-    units.know(names, scales, lambda: save_known(path))
+        return [], {}
+    return names, scales
 
 
 def save_known(path: Path) -> None:
     """Write what is known now to the file, whole (written aside, then renamed into place)."""
     names, scales = units.known()
     body = {"units": names, "scales": [[a, b, s, o] for (a, b), (s, o) in scales.items()]}
+    aside = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         handle, aside = tempfile.mkstemp(prefix=".units-", dir=path.parent)
-    except OSError as exc:  # the cache is only ever a saving
-        log.debug("known units not written to %s: %s", path, exc)
-        return
-    try:
         with os.fdopen(handle, "wb") as out:
             out.write(orjson.dumps(body))
         os.replace(aside, path)
-    except OSError as exc:
+    except OSError as exc:  # the cache is only ever a saving
         log.debug("known units not written to %s: %s", path, exc)
-        with contextlib.suppress(OSError):
-            os.unlink(aside)
+        if aside is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
 
 
 def use_unit_cache() -> None:
@@ -161,5 +171,5 @@ def use_unit_cache() -> None:
     units.build_registry_with(cached_registry)
     path = known_file()
     if path is not None:
-        units.know((), {}, lambda: save_known(path))
-        load_known(path)
+        names, scales = load_known(path)
+        units.know(names, scales, lambda: save_known(path))
