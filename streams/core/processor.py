@@ -104,10 +104,9 @@ class PartitionProcessor:
         #: `due_us` (a deadline moved later keeps its entry, which `_close_due` moves on
         #: when it comes up; one moved earlier gets a new entry: see `_schedule`)
         self._latest: dict[str, Due] = {}
-        #: the fact state last pruned and the clock time it was pruned at: its claims have
-        #: not changed since (only `_add` adds one, and prunes), so pruning it again at the
-        #: same time would drop nothing (at settle 0 a claim's fact is decided at once)
-        self._pruned: tuple[FactState, int] | None = None
+        #: the fewest claims at which a fact's caps may drop one (`max_lineages`, or the
+        #: most claims a fact keeps)
+        self._cap_from = min(self._max_lineages, MAX_CLAIMS_PER_FACT)
 
     def rebuild(self, states: Iterable[FactState]) -> None:
         """Re-index the pending deadlines of restored facts (after recovery)."""
@@ -242,7 +241,7 @@ class PartitionProcessor:
         state.claims.append(claim)
         opened, _ = state.window if state.window is not None else (now, now)
         state.window = (opened, now)
-        self._prune(state, rule, now)
+        self._prune(state, rule, now, added=True)
         self._schedule(state, min(now + rule.settle_us, opened + rule.max_delay_us))
         self.facts[key] = state
 
@@ -271,9 +270,7 @@ class PartitionProcessor:
         rule = self.policy.rule(state.field)
         state.window = None
         state.due_us = None
-        pruned = self._pruned
-        if pruned is None or pruned[0] is not state or pruned[1] != at_us:
-            self._prune(state, rule, at_us)
+        self._prune(state, rule, at_us)
         if not state.claims:
             del self.facts[state.key]
             return
@@ -316,8 +313,24 @@ class PartitionProcessor:
         self._due = [e for e in self._due if self._latest.get(e[1]) is e]
         heapq.heapify(self._due)
 
-    def _prune(self, state: FactState, rule: FieldRule, now: int) -> None:
-        self._pruned = (state, now)
+    def _prune(self, state: FactState, rule: FieldRule, now: int, added: bool = False) -> None:
+        """Drop the claims past the horizon, superseded or beyond the caps; forget old ids.
+
+        A state pruned at this clock time already has nothing to drop, unless a claim was
+        `added` since that a cap or a newer claim of its source can push out: the horizon
+        has not moved, and an added claim is never past it (`_add` refuses those). At settle
+        0 a claim's fact is pruned as it is added and again as it is decided; in a replay
+        whose clock stands still, at every claim of the fact.
+        """
+        if state.pruned_at == now and not (
+            added and (rule.freshness_us >= UNTIL_EDITED or len(state.claims) > self._cap_from)
+        ):
+            return
+        state.pruned_at = now
+        self._drop(state, rule, now)
+
+    def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
+        """The pruning itself (see `_prune`)."""
         floor = now - rule.horizon_us
         claims = [c for c in state.claims if (c.observed_us or now) >= floor]
         if rule.freshness_us >= UNTIL_EDITED:

@@ -65,6 +65,9 @@ class FactState:
     track: FactTrack | None = None
     #: the fact's key (made once)
     key: str = dc_field(default="", init=False, repr=False, compare=False)
+    #: the clock time the claims were last pruned at, while they stay as pruned then (not
+    #: stored: a restored state is pruned again; see `PartitionProcessor._prune`)
+    pruned_at: int | None = dc_field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.key = fact_key(self.subject, self.field)

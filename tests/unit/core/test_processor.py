@@ -279,13 +279,38 @@ def test_the_seen_ids_of_a_fact_stay_within_their_bound() -> None:
 
 
 class CountingProcessor(PartitionProcessor):
-    """A processor that counts the prunes it makes."""
+    """A processor that counts the prunes it makes (those that look at the claims)."""
 
     prunes = 0
 
-    def _prune(self, state: FactState, rule: Any, now: int) -> None:
+    def _drop(self, state: FactState, rule: Any, now: int) -> None:
         self.prunes += 1
-        super()._prune(state, rule, now)
+        super()._drop(state, rule, now)
+
+
+@pytest.mark.parametrize(
+    ("freshness", "expected_prunes"),
+    [
+        # the horizon stands still and no cap is near: the first claim's prune serves the
+        # others; the decision, at the window's deadline, prunes once more
+        ("5m", 2),
+        # each claim may replace its source's older one: pruned at every claim
+        ("until_edited", 7),
+    ],
+)
+def test_a_fact_whose_clock_stands_still_is_pruned_when_something_may_drop(
+    freshness: str, expected_prunes: int
+) -> None:
+    """Claims added while the partition clock stands still are pruned only when they can drop one."""
+    proc = CountingProcessor(policy_with(settle="2s", freshness=freshness), 0, {})
+    proc.on_claim(claim("lead", "ledger-a", "paid", T0 + 10 * SECOND))  # the clock's high mark
+    steps = [proc.on_claim(claim(str(n), "ledger-a", "paid", T0 + n * SECOND)) for n in range(5)]
+    steps.extend(proc.flush_in(100))
+    kept = 1 if freshness == "until_edited" else 6
+    assert (expected_prunes, kept) == (
+        proc.prunes,
+        len(steps[-1].decisions[0].record["claims"]),
+    )
 
 
 def test_a_fact_decided_when_its_claim_arrives_is_pruned_once() -> None:
