@@ -301,7 +301,7 @@ class CountingProcessor(PartitionProcessor):
 def test_a_fact_whose_clock_stands_still_is_pruned_when_something_may_drop(
     freshness: str, expected_prunes: int
 ) -> None:
-    """Claims added while the partition clock stands still are pruned only when they can drop one."""
+    """Claims added while the partition clock stands still are pruned when they can drop one."""
     proc = CountingProcessor(policy_with(settle="2s", freshness=freshness), 0, {})
     proc.on_claim(claim("lead", "ledger-a", "paid", T0 + 10 * SECOND))  # the clock's high mark
     steps = [proc.on_claim(claim(str(n), "ledger-a", "paid", T0 + n * SECOND)) for n in range(5)]
