@@ -274,7 +274,7 @@ class PartitionProcessor:
         if not state.claims:
             del self.facts[state.key]
             return
-        record, resolved = resolve_entries(state.claims, self.policy, at_us, self.memo)
+        record, resolved = resolve_entries(state.claims, self.policy, at_us, self.memo, True)
         if record["decision_id"] != state.last_id:
             entry = None
             if self.alerts:

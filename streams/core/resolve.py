@@ -39,14 +39,20 @@ def resolve(claims: Iterable[Claim], policy: CompiledPolicy, now_us: int) -> dic
 
 
 def resolve_entries(
-    claims: Iterable[Claim], policy: CompiledPolicy, now_us: int, memo: bool = False
+    claims: Iterable[Claim],
+    policy: CompiledPolicy,
+    now_us: int,
+    memo: bool = False,
+    distinct: bool = False,
 ) -> tuple[dict[str, Any], list[Entry]]:
     """`resolve`, with the entries the record was made of, in the order of its `claims`.
 
     `memo`: the claims' contract checks keep what they can in each claim's memo (see
     `contract.check`), for a caller that decides the same live claims again and again.
+    `distinct`: the claims' ids are known to differ (a fact state's live claims), so no
+    repeat is looked for.
     """
-    unique = dedupe(claims)
+    unique = list(claims) if distinct else dedupe(claims)
     if not unique:
         raise ValueError("resolve needs at least one claim")
     first = unique[0]

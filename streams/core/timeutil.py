@@ -55,15 +55,23 @@ def parse_rfc3339(raw: object) -> int:
 def format_rfc3339(us: int) -> str:
     """Render microseconds since the epoch as RFC 3339 UTC ('Z'), fractions only when present.
 
-    Cached: a fact's claim times are rendered again in every decision of the fact.
+    Cached: a fact's claim times are rendered again in every decision of the fact. Times
+    that are not (a decision's `decided_at`, a window's deadline) share the rendering of
+    their whole second with their neighbours.
     """
-    moment = _EPOCH_NAIVE + timedelta(microseconds=us)
-    fraction = moment.microsecond
+    seconds, fraction = divmod(us, 1_000_000)
+    head = _second_text(seconds)
     if fraction == 0:
-        return moment.isoformat(timespec="seconds") + "Z"
+        return head + "Z"
     if fraction % 1000 == 0:
-        return moment.isoformat(timespec="milliseconds") + "Z"
-    return moment.isoformat(timespec="microseconds") + "Z"
+        return f"{head}.{fraction // 1000:03d}Z"
+    return f"{head}.{fraction:06d}Z"
+
+
+@functools.lru_cache(maxsize=4_096)
+def _second_text(seconds: int) -> str:
+    """A whole second since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC)."""
+    return (_EPOCH_NAIVE + timedelta(seconds=seconds)).isoformat(timespec="seconds")
 
 
 #: Length of a canonical rendering by its fraction: none, milliseconds, microseconds.

@@ -299,6 +299,16 @@ def test_a_claims_memo_never_changes_a_decision(
         assert expected == actual
 
 
+@PROPERTY
+@given(fact=facts())
+def test_claims_known_distinct_are_decided_as_any_claims(fact: tuple[str, list[Claim]]) -> None:
+    """Claims whose ids are known to differ (a fact state's) decide as when looked over."""
+    _field, claims = fact
+    expected, _ = resolve_entries(claims, POLICY, NOW_US)
+    actual, _ = resolve_entries(claims, POLICY, NOW_US, distinct=True)
+    assert expected == actual
+
+
 def test_a_memoized_claim_is_still_judged_on_the_clock() -> None:
     """A claim checked once is in the future again at an earlier clock: its memo skips no test."""
     later = NOW_US + 10 * US_PER_S

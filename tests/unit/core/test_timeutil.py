@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -110,3 +112,25 @@ def test_a_canonical_time_is_kept_as_sent(us: int) -> None:
     """The canonical text is returned as the very string sent (nothing re-rendered)."""
     raw = "".join(format_rfc3339(us))  # a string of its own, not the renderer's cached one
     assert raw is as_rfc3339(raw, parse_rfc3339(raw))
+
+
+def datetime_rendering(us: int) -> str:
+    """The RFC 3339 text of an instant as `datetime` writes it (fractions only when present)."""
+    moment = datetime(1970, 1, 1) + timedelta(microseconds=us)
+    if moment.microsecond == 0:
+        return moment.isoformat(timespec="seconds") + "Z"
+    if moment.microsecond % 1000 == 0:
+        return moment.isoformat(timespec="milliseconds") + "Z"
+    return moment.isoformat(timespec="microseconds") + "Z"
+
+
+@given(
+    st.one_of(
+        INSTANTS,
+        INSTANTS.map(lambda us: us - us % 1000),
+        INSTANTS.map(lambda us: us - us % 1_000_000),
+    )
+)
+def test_format_rfc3339_writes_what_datetime_writes(us: int) -> None:
+    """Rendered from its whole second and its fraction, an instant reads as datetime writes it."""
+    assert datetime_rendering(us) == format_rfc3339(us)
