@@ -274,7 +274,9 @@ class PartitionProcessor:
         if not state.claims:
             del self.facts[state.key]
             return
-        record, resolved = resolve_entries(state.claims, self.policy, at_us, self.memo, True)
+        record, resolved = resolve_entries(
+            state.claims, self.policy, at_us, self.memo, distinct=True
+        )
         if record["decision_id"] != state.last_id:
             entry = None
             if self.alerts:
