@@ -15,9 +15,12 @@ too, on the worker's default store: the floor of a Faust worker that keeps state
 then one send per change, its offset persisted on delivery).
 
 With `"decider": "plain"` every claim is also decided by the streaming baseline of
-`bench.plain_stream` (stdlib json, one dict per fact, decided again per claim) before the
-worker's records are sent: the floor of a Faust worker that decides, written plainly. Its
-own records are dropped; the ones sent are the worker's, as in every other mode.
+`bench.plain_stream` (stdlib json, one dict per fact, decided again per claim): the floor of
+a Faust worker that decides, written plainly. It sends its own records where the worker
+sends records of the same kind (decisions, resolutions, the facts changelog), at the
+worker's rates per claim, so their sizes grow with a fact's live claims as the worker's do
+(a decision lists every live claim); the other topics get the claim padded to the worker's
+mean size there, as in every other mode.
 """
 
 from __future__ import annotations
@@ -94,6 +97,10 @@ def build(spec: dict[str, Any]) -> faust.App:
         else None
     )
 
+    #: the decider's last decision line per fact key (a claim that leaves its decision
+    #: unchanged makes none; the worker's resolution is then the one it holds)
+    last: dict[bytes, bytes] = {}
+
     @app.agent(source, concurrency=1)
     async def forward(stream: faust.StreamT[bytes]) -> None:
         seen = 0
@@ -104,11 +111,10 @@ def build(spec: dict[str, Any]) -> faust.App:
                 ready.touch()
             message = event.message
             value = event.value or b""
-            if decider is not None:
-                decider.handle(value, message.partition)
+            made = decider.handle(value, message.partition) if decider is not None else None
             for topic, rate, size in plan:
                 for _ in range(int((seen + 1) * rate) - int(seen * rate)):
-                    body = value + b" " * (size - len(value))
+                    body = _body(topic, value, size, made, message.key, last)
                     table = tables.get(topic)
                     if table is not None:
                         table[message.key] = body
@@ -120,6 +126,30 @@ def build(spec: dict[str, Any]) -> faust.App:
             seen += 1
 
     return app
+
+
+def _body(
+    topic: str,
+    value: bytes,
+    size: int,
+    made: list[bytes] | None,
+    key: bytes,
+    last: dict[bytes, bytes],
+) -> bytes:
+    """What the floor sends to `topic` for one claim (`made`: the decider's records of it).
+
+    The decider's decision goes to the decisions and resolutions topics, its serialized
+    claims of the fact to the facts changelog; anything else is the claim padded to the
+    worker's mean size on that topic.
+    """
+    if made is not None:
+        if topic.endswith("facts-changelog"):
+            return made[-1]
+        if topic.endswith(("decisions", "resolutions")):
+            if len(made) > 1:
+                last[key] = made[0]
+            return last.get(key, made[-1])
+    return value + b" " * (size - len(value))
 
 
 async def _untracked(delivery: Delivery) -> None:

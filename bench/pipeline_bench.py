@@ -559,8 +559,8 @@ async def paced_floor(run: Run, names: TopicNames, plan: list[list[Any]]) -> dic
     """The Faust floor with direct tables and the plain decider, paced as the worker was.
 
     It reads its own copy of the claims topic and sends `plan` (the worker's records per
-    claim and their sizes in its paced run); latency is timed to its facts changelog, which
-    gets a record for every claim.
+    claim in its paced run), its decider's own decisions and changelog values among them;
+    latency is timed to its decisions, as the worker's is.
     """
     source = f"{names.prefix}pf.claims"
     await _pt_topics(plan, [source])
@@ -577,13 +577,13 @@ async def paced_floor(run: Run, names: TopicNames, plan: list[list[Any]]) -> dic
     # the floor marks itself ready on its first record: one claim first, not measured
     await produce(source, itertools.islice(fresh_claims(FACTS, "pf-first"), 1))
     await wait_file(floor, ready)
-    changelog = next(p[0] for p in plan if p[0].endswith("facts-changelog"))
+    decisions = next(p[0] for p in plan if p[0].endswith(".decisions"))
     figures = await _paced_share(
         floor,
         paced_latency(
             source,
-            [changelog],
-            passthrough_claim_id,
+            [decisions],
+            decision_claim_ids,
             "f",
             RATE,
             PACED_S,
