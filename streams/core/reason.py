@@ -3,41 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from schemas.durations import format_duration
-
-#: The dispositions a reason counts.
-_COUNTED: Final = ("stale", "no_evidence", "outranked")
 
 
 def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | None) -> str:
     """One line saying why the record has its outcome."""
     claims = record["claims"]
-    count = dict.fromkeys(_COUNTED, 0)  # (a Counter costs a decision about 5 µs more)
-    for claim in claims:
+    stale = no_evidence = outranked = disputed = 0
+    winner = strongest = None
+    for claim in claims:  # one pass: this runs at every decision, over every live claim
         disposition = claim["disposition"]
-        if disposition in count:
-            count[disposition] += 1
+        if disposition == "won":
+            if winner is None:
+                winner = claim
+        elif disposition == "outranked":
+            outranked += 1
+            if claim.get("dissent") and claim["authority"] == "asserted":
+                disputed += 1
+        elif disposition == "stale":
+            stale += 1
+        elif disposition == "no_evidence":
+            no_evidence += 1
+        elif disposition == "contradicting" and strongest is None:
+            strongest = claim
     outcome = record["outcome"]
     if outcome == "rejected":
         first = claims[0].get("error", "contract violation")
         return f"all {len(claims)} claim(s) rejected; first: {first}"
     if outcome == "insufficient":
-        if count["stale"]:
+        if stale:
             return (
-                f"all {count['stale']} claim(s) exceeded the freshness budget "
+                f"all {stale} claim(s) exceeded the freshness budget "
                 f"({format_duration(freshness_us)})"
             )
-        return f"no evidence: {count['no_evidence']} claim(s) were forbidden, unavailable or errors"
+        return f"no evidence: {no_evidence} claim(s) were forbidden, unavailable or errors"
     if outcome == "conflict":
-        strongest = [c for c in claims if c["disposition"] == "contradicting"]
-        klass = strongest[0]["authority"]
+        assert strongest is not None, "a conflict has contradicting claims"
+        klass = strongest["authority"]
         if record["conflict_kind"] == "existence":
             return f"existence conflict at {klass}: found vs not_found"
         values = len({str(a["canonical"]) for a in record["alternatives"]})
         return f"{values} distinct values at {klass}; no fall-through to weaker classes"
-    winner = next(c for c in claims if c["disposition"] == "won")
+    assert winner is not None, "a resolution has a winning claim"
     what = "absence" if record["exists"] is False else "value"
     parts = [f"{what} from {winner['source']} ({winner['authority']})"]
     parts.append(f"{record['corroboration']} lineage(s) agree")
@@ -49,11 +58,10 @@ def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | N
         parts.append("newest shown with every competing value (present_with_timestamp)")
     elif record["alternatives"]:
         parts.append(f"newest of {len(record['alternatives'])} complementary passages, all listed")
-    if count["outranked"]:
-        parts.append(f"{count['outranked']} outranked")
+    if outranked:
+        parts.append(f"{outranked} outranked")
     if winner["authority"] == "asserted":
         parts.append("an assertion is not proof of state")
-    disputed = sum(1 for c in claims if c["authority"] == "asserted" and c.get("dissent"))
     if disputed:
         parts.append(f"{disputed} user assertion(s) disagree: asserted, not verified")
     return "; ".join(parts)
