@@ -221,8 +221,8 @@ def _share_names(envelope: dict[str, Any]) -> None:
     equal string takes its place: nothing a reader can see changes). Long values are left
     as they are.
     """
-    for key in _SHARED_KEYS:
-        value = envelope.get(key)
+    for key in _SHARED_KEYS.intersection(envelope):  # (the keys it has: none looked up twice)
+        value = envelope[key]
         if type(value) is str and len(value) <= _SHARED_MAX:
             envelope[key] = sys.intern(value)
 
@@ -230,17 +230,19 @@ def _share_names(envelope: dict[str, Any]) -> None:
 #: Longest string value shared (longer text is rarely repeated).
 _SHARED_MAX: Final = 256
 #: Envelope values that repeat across claims (see `_share_names`).
-_SHARED_KEYS: Final = (
-    "subject",
-    "field",
-    "source",
-    "status",
-    "value",
-    "lineage",
-    "contract_version",
-    "agent_id",
-    "tool",
-    "trace_id",
+_SHARED_KEYS: Final = frozenset(
+    (
+        "subject",
+        "field",
+        "source",
+        "status",
+        "value",
+        "lineage",
+        "contract_version",
+        "agent_id",
+        "tool",
+        "trace_id",
+    )
 )
 
 

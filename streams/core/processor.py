@@ -318,18 +318,30 @@ class PartitionProcessor:
     def _prune(self, state: FactState, rule: FieldRule, now: int, added: bool = False) -> None:
         """Drop the claims past the horizon, superseded or beyond the caps; forget old ids.
 
-        A state pruned at this clock time already has nothing to drop, unless a claim was
-        `added` since that a cap or a newer claim of its source can push out: the horizon
-        has not moved, and an added claim is never past it (`_add` refuses those). At settle
-        0 a claim's fact is pruned as it is added and again as it is decided; in a replay
-        whose clock stands still, at every claim of the fact.
+        A state pruned at this clock time already has nothing to drop, unless the claim just
+        `added` (the last) can push one out: the horizon has not moved, and an added claim
+        is never past it (`_add` refuses those). At settle 0 a claim's fact is pruned as it
+        is added and again as it is decided; in a replay whose clock stands still, at every
+        claim of the fact.
         """
-        if state.pruned_at == now and not (
-            added and (rule.freshness_us >= UNTIL_EDITED or len(state.claims) > self._cap_from)
-        ):
+        if state.pruned_at == now and not (added and self._may_push_out(state, rule)):
             return
         state.pruned_at = now
         self._drop(state, rule, now)
+
+    def _may_push_out(self, state: FactState, rule: FieldRule) -> bool:
+        """Whether the last claim added can drop one.
+
+        It can past a cap; on a field kept until edited, beside another live claim of its
+        source (the older of the two goes).
+        """
+        claims = state.claims
+        if len(claims) > self._cap_from:
+            return True
+        if rule.freshness_us < UNTIL_EDITED:
+            return False
+        source = claims[-1].source
+        return any(claim.source == source for claim in claims[:-1])
 
     def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
         """The pruning itself (see `_prune`)."""

@@ -58,6 +58,7 @@ def resolve_entries(
     first = unique[0]
     rule = policy.rule(first.field)
     entries = []
+    rejected = 0
     for claim in unique:
         view = policy.source_view(claim.field, claim.source)
         lineage = claim.lineage_label or view.lineage
@@ -65,6 +66,7 @@ def resolve_entries(
         checked = check(claim, rule, now_us, memo)
         if checked.error is not None:
             entry.disposition, entry.error = "rejected", checked.error
+            rejected += 1
         elif not checked.evidence:
             entry.disposition = "no_evidence"
         else:
@@ -80,7 +82,7 @@ def resolve_entries(
             fresh.append(entry)
 
     verdict: Precedence | None = None
-    if all(e.disposition == "rejected" for e in entries):
+    if rejected == len(entries):
         outcome = "rejected"
     elif not fresh:
         outcome = "insufficient"

@@ -289,24 +289,30 @@ class CountingProcessor(PartitionProcessor):
 
 
 @pytest.mark.parametrize(
-    ("freshness", "expected_prunes"),
+    ("freshness", "sources", "expected_prunes", "kept"),
     [
         # the horizon stands still and no cap is near: the first claim's prune serves the
         # others; the decision, at the window's deadline, prunes once more
-        ("5m", 2),
-        # each claim may replace its source's older one: pruned at every claim
-        ("until_edited", 7),
+        ("5m", "aaaaa", 2, 6),
+        # each claim replaces its source's older one: pruned at every claim
+        ("until_edited", "aaaaa", 7, 1),
+        # a claim beside no other of its source (the first claim's is `a`) replaces none:
+        # no prune for it
+        ("until_edited", "abcde", 3, 5),
+        ("until_edited", "abcaa", 5, 3),
     ],
 )
 def test_a_fact_whose_clock_stands_still_is_pruned_when_something_may_drop(
-    freshness: str, expected_prunes: int
+    freshness: str, sources: str, expected_prunes: int, kept: int
 ) -> None:
     """Claims added while the partition clock stands still are pruned when they can drop one."""
     proc = CountingProcessor(policy_with(settle="2s", freshness=freshness), 0, {})
     proc.on_claim(claim("lead", "ledger-a", "paid", T0 + 10 * SECOND))  # the clock's high mark
-    steps = [proc.on_claim(claim(str(n), "ledger-a", "paid", T0 + n * SECOND)) for n in range(5)]
+    steps = [
+        proc.on_claim(claim(str(n), f"ledger-{source}", "paid", T0 + n * SECOND))
+        for n, source in enumerate(sources)
+    ]
     steps.extend(proc.flush_in(100))
-    kept = 1 if freshness == "until_edited" else 6
     assert (expected_prunes, kept) == (
         proc.prunes,
         len(steps[-1].decisions[0].record["claims"]),
