@@ -33,7 +33,7 @@ from streams.policy.source import MAX_POLICY_BYTES, PolicyError
 from streams.wire.codec import dumps_line
 from streams.wire.kafka import env_prefix
 from streams.wire.topics import TopicNames
-from streams.worker.collector import one_pass
+from streams.worker.collector import no_collection, one_pass
 
 
 def _ms(raw: str | None, flag: str) -> int | None:
@@ -135,8 +135,11 @@ def _run_replay(req: ReplayRequest) -> bool:
         sink = req.out.open(mode)
     try:
         outputs = Outputs(req, sink)
-        replay = replay_file if input is not None else replay_topic_any
-        result = replay(req, outputs)
+        if input is not None:
+            with no_collection():  # a file's replay makes no reference cycles (collector.py)
+                result = replay_file(req, outputs)
+        else:
+            result = replay_topic_any(req, outputs)
     finally:
         sink.flush()
         if sink is not sys.stdout.buffer:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from streams.audit.replay import replay_lines
 from streams.audit.resolve_file import read_claims, resolve_lines
 from streams.cli import replay_command
 from streams.cli import resolve as resolve_command
@@ -78,6 +79,45 @@ def test_resolving_good_and_refused_lines_makes_no_cyclic_garbage() -> None:
     finally:
         gc.enable()
     assert (True, 0) == (len(decided) > 100, found)
+
+
+def test_replaying_good_and_refused_lines_makes_no_cyclic_garbage() -> None:
+    """What a file replay reads and decides is freed by reference counts alone.
+
+    Replayed once first, for the modules a field type loads on first use (see the resolve
+    test above).
+    """
+    corpus = [m.value or b"" for m in hostile_corpus(3, 2 * len(KINDS)) if m.offline is not None]
+    valid = [orjson.dumps(c) for c in valid_claims(5, 500)]
+    lines = [*CLAIMS.read_bytes().splitlines(), *corpus, *valid]
+    policy = hostile_policy()
+    replay_lines(policy, lines, "mixed.jsonl")
+    gc.collect()
+    gc.disable()
+    try:
+        replayed = replay_lines(policy, lines, "mixed.jsonl")
+        decided, refused = len(replayed.decisions), len(replayed.errors)
+        del replayed
+        found = gc.collect()
+    finally:
+        gc.enable()
+    assert (True, True, 0) == (decided > 100, refused > 10, found)
+
+
+def test_a_file_is_replayed_with_no_collection(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, thresholds: tuple[int, int, int]
+) -> None:
+    """`claimwatch replay --input` decides with the collector off, and puts it back."""
+    during: list[bool] = []
+    real = replay_command.replay_file
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        during.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_command, "replay_file", spy)
+    replay_command.replay(POLICY, input=CLAIMS, out=str(tmp_path / "out.jsonl"))
+    assert ([False], True, thresholds) == (during, gc.isenabled(), gc.get_threshold())
 
 
 def test_replay_runs_inside_one_pass(
