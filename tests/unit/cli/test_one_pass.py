@@ -31,20 +31,33 @@ def thresholds() -> Iterator[tuple[int, int, int]]:
     gc.set_threshold(*before)
 
 
+def enabled_during(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[bool]:
+    """Whether the collector was on at each call of `module.name` (the calls go through)."""
+    during: list[bool] = []
+    real = getattr(module, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        during.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return during
+
+
+def mixed_lines() -> list[bytes]:
+    """The README's claims, the hostile corpus's lines a file can hold, 500 valid claims."""
+    corpus = [m.value or b"" for m in hostile_corpus(3, 2 * len(KINDS)) if m.offline is not None]
+    valid = [orjson.dumps(c) for c in valid_claims(5, 500)]
+    return [*CLAIMS.read_bytes().splitlines(), *corpus, *valid]
+
+
 def test_resolve_reads_and_decides_with_no_collection(
     monkeypatch: pytest.MonkeyPatch,
     capfdbinary: pytest.CaptureFixture[bytes],
     thresholds: tuple[int, int, int],
 ) -> None:
     """`claimwatch resolve` reads its file with the collector off, and puts it back."""
-    during: list[bool] = []
-    real = resolve_command.read_claims
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        during.append(gc.isenabled())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(resolve_command, "read_claims", spy)
+    during = enabled_during(monkeypatch, resolve_command, "read_claims")
     resolve_command.resolve(POLICY, str(CLAIMS), "2026-09-14T09:12:30Z", 1 << 20, 1)
     decided = capfdbinary.readouterr().out
     facts = {
@@ -64,10 +77,7 @@ def test_resolving_good_and_refused_lines_makes_no_cyclic_garbage() -> None:
     Read once first: the modules a field type loads on first use leave their classes'
     drafts as garbage once (dataclasses with slots are made anew), not once per line.
     """
-    corpus = [m.value or b"" for m in hostile_corpus(3, 2 * len(KINDS)) if m.offline is not None]
-    valid = [orjson.dumps(c) for c in valid_claims(5, 500)]
-    lines = [*CLAIMS.read_bytes().splitlines(), *corpus, *valid]
-    policy = hostile_policy()
+    lines, policy = mixed_lines(), hostile_policy()
     list(resolve_lines(read_claims(lines, "mixed.jsonl", policy), policy, T0))
     gc.collect()
     gc.disable()
@@ -87,10 +97,7 @@ def test_replaying_good_and_refused_lines_makes_no_cyclic_garbage() -> None:
     Replayed once first, for the modules a field type loads on first use (see the resolve
     test above).
     """
-    corpus = [m.value or b"" for m in hostile_corpus(3, 2 * len(KINDS)) if m.offline is not None]
-    valid = [orjson.dumps(c) for c in valid_claims(5, 500)]
-    lines = [*CLAIMS.read_bytes().splitlines(), *corpus, *valid]
-    policy = hostile_policy()
+    lines, policy = mixed_lines(), hostile_policy()
     replay_lines(policy, lines, "mixed.jsonl")
     gc.collect()
     gc.disable()
@@ -108,14 +115,7 @@ def test_a_file_is_replayed_with_no_collection(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, thresholds: tuple[int, int, int]
 ) -> None:
     """`claimwatch replay --input` decides with the collector off, and puts it back."""
-    during: list[bool] = []
-    real = replay_command.replay_file
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        during.append(gc.isenabled())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(replay_command, "replay_file", spy)
+    during = enabled_during(monkeypatch, replay_command, "replay_file")
     replay_command.replay(POLICY, input=CLAIMS, out=str(tmp_path / "out.jsonl"))
     assert ([False], True, thresholds) == (during, gc.isenabled(), gc.get_threshold())
 
