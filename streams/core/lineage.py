@@ -1,10 +1,12 @@
-"""Lineage collapse: claims that share an upstream are one vote, led by their strongest claim."""
+"""Lineages: claims that share an upstream are one vote, and a fact keeps so many of them."""
 
 from __future__ import annotations
 
+from streams.core.claim import Claim
 from streams.core.entry import Entry, by_strength
 from streams.core.grouping import merge_near_duplicates
 from streams.core.normalize import Normalizer
+from streams.core.policy import CompiledPolicy, FieldRule
 
 
 def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
@@ -30,3 +32,24 @@ def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
                 other.disposition = "outranked"
                 other.dissent = True
     return representatives
+
+
+def cap_lineages(
+    claims: list[Claim], policy: CompiledPolicy, rule: FieldRule, limit: int
+) -> list[Claim]:
+    """The claims of the `limit` (`max_lineages`) lineages claimed most recently (ties by name)."""
+    if len(claims) <= limit:
+        return claims  # no more lineages than claims: nothing to cap (the common case)
+    newest: dict[str, int] = {}
+    lineages = [_lineage(c, policy, rule) for c in claims]
+    for claim, lineage in zip(claims, lineages, strict=True):
+        newest[lineage] = max(newest.get(lineage, -1), claim.observed_us or 0)
+    if len(newest) <= limit:
+        return claims
+    keep = set(sorted(newest, key=lambda name: (newest[name], name))[-limit:])
+    return [c for c, lineage in zip(claims, lineages, strict=True) if lineage in keep]
+
+
+def _lineage(claim: Claim, policy: CompiledPolicy, rule: FieldRule) -> str:
+    """The claim's own lineage when it names one (a string), else its source's."""
+    return claim.lineage_label or policy.source_view(rule.name, claim.source).lineage

@@ -18,6 +18,7 @@ from streams.core.alerts.entry import Entry, entry_of
 from streams.core.claim import Claim
 from streams.core.contract import check
 from streams.core.freshness import stale_at
+from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
 from streams.core.resolve import resolve, resolve_entries
 from streams.core.state import FactState, content_hash
@@ -354,7 +355,7 @@ class PartitionProcessor:
                 if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
                     newest[claim.source] = claim
             claims = [c for c in claims if newest.get(c.source) is c]
-        claims = _cap_lineages(claims, self.policy, rule, self._max_lineages)
+        claims = cap_lineages(claims, self.policy, rule, self._max_lineages)
         if len(claims) > MAX_CLAIMS_PER_FACT:
             claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
             claims = claims[-MAX_CLAIMS_PER_FACT:]
@@ -389,24 +390,3 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
     ]
     upcoming = [m for m in moments if m > at_us]
     return min(upcoming) if upcoming else None
-
-
-def _cap_lineages(
-    claims: list[Claim], policy: CompiledPolicy, rule: FieldRule, limit: int
-) -> list[Claim]:
-    """The claims of the `limit` (`max_lineages`) lineages claimed most recently (ties by name)."""
-    if len(claims) <= limit:
-        return claims  # no more lineages than claims: nothing to cap (the common case)
-    newest: dict[str, int] = {}
-    lineages = [_lineage(c, policy, rule) for c in claims]
-    for claim, lineage in zip(claims, lineages, strict=True):
-        newest[lineage] = max(newest.get(lineage, -1), claim.observed_us or 0)
-    if len(newest) <= limit:
-        return claims
-    keep = set(sorted(newest, key=lambda name: (newest[name], name))[-limit:])
-    return [c for c, lineage in zip(claims, lineages, strict=True) if lineage in keep]
-
-
-def _lineage(claim: Claim, policy: CompiledPolicy, rule: FieldRule) -> str:
-    """The claim's own lineage when it names one (a string), else its source's."""
-    return claim.lineage_label or policy.source_view(rule.name, claim.source).lineage
