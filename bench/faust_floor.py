@@ -142,10 +142,11 @@ def _body(
     claims of the fact to the facts changelog; anything else is the claim padded to the
     worker's mean size on that topic.
     """
-    if made is not None:
-        if topic.endswith("facts-changelog"):
+    role = topic.rpartition(".pt.")[2]  # the plan names topics `<prefix>pt.<role>`
+    if made:  # (none for a redelivery, which the worker writes again as it was)
+        if role == "facts-changelog":
             return made[-1]
-        if topic.endswith(("decisions", "resolutions")):
+        if role in ("decisions", "resolutions"):
             if len(made) > 1:
                 last[key] = made[0]
             return last.get(key, made[-1])

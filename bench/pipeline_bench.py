@@ -577,7 +577,7 @@ async def paced_floor(run: Run, names: TopicNames, plan: list[list[Any]]) -> dic
     # the floor marks itself ready on its first record: one claim first, not measured
     await produce(source, itertools.islice(fresh_claims(FACTS, "pf-first"), 1))
     await wait_file(floor, ready)
-    decisions = next(p[0] for p in plan if p[0].endswith(".decisions"))
+    decisions = f"{names.prefix}pt.decisions"  # as `_fan_out` names the plan's topics
     figures = await _paced_share(
         floor,
         paced_latency(

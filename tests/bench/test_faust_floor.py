@@ -15,10 +15,13 @@ DECISION, CHANGELOG = b'{"decision_id":"dec_1"}', b'[{"claim_id":"c-1"}]'
     [
         ("p.pt.decisions", [DECISION, DECISION, CHANGELOG], DECISION),
         ("p.pt.resolutions", [DECISION, DECISION, CHANGELOG], DECISION),
-        ("p.pt.app.facts-changelog", [DECISION, DECISION, CHANGELOG], CHANGELOG),
+        ("p.pt.facts-changelog", [DECISION, DECISION, CHANGELOG], CHANGELOG),
         ("p.pt.conflicts", [DECISION, DECISION, CHANGELOG], CLAIM + b" " * 12),
         ("p.pt.decisions", None, CLAIM + b" " * 12),
-        ("p.pt.app.facts-changelog", None, CLAIM + b" " * 12),
+        ("p.pt.decisions", [], CLAIM + b" " * 12),
+        ("p.pt.verdicts.decisions", [DECISION, DECISION, CHANGELOG], CLAIM + b" " * 12),
+        ("p.pt.plan-facts-changelog", [DECISION, DECISION, CHANGELOG], CLAIM + b" " * 12),
+        ("p.pt.facts-changelog", None, CLAIM + b" " * 12),
     ],
 )
 def test_a_claim_sends_its_deciders_record_or_the_padded_claim(
