@@ -91,6 +91,7 @@ def main() -> int:
         "restart",
         "loop",
         "instructions",
+        "ablate",
     }
     unknown = chosen - known
     if unknown:
@@ -133,6 +134,10 @@ def main() -> int:
     if "loop" in chosen:  # not in the default set: six more worker runs
         print("loop: the worker on uvloop (shipped) vs --loop asyncio, in turns ...", flush=True)
         results["loop"] = figures = _side("bench.loop_ab")
+        print(json.dumps(figures, indent=2), flush=True)
+    if "ablate" in chosen:  # not in the default set: fifteen worker runs
+        print("ablate: the worker with parts switched off vs the plain decider ...", flush=True)
+        results["ablate"] = figures = _side("bench.ablate")
         print(json.dumps(figures, indent=2), flush=True)
     if "restart" in chosen:
         print("restart: SIGKILL and restart with 100,000 live facts, both stores ...", flush=True)

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +54,11 @@ class Child:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
+    #: variables set in the child's environment on top of this process's
+    env: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> Child:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         env.pop("CLAIMWATCH_TOPIC_PREFIX", None)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.started = time.perf_counter()

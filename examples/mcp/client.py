@@ -5,7 +5,8 @@
 starts `server.py` over stdio, calls `get_invoice_status` and `get_report_status` for each
 `--invoice`, maps every result to a claim with `mappings.yaml` (signing billing's claims
 with the key its `signing` entry names), publishes them with the claimwatch publisher,
-then asks the worker (`GET /facts/{subject}/{field}`) for each invoice's decision and
+then waits on the worker for each invoice's decision that lists those claims
+(`Client.decide`: `GET /facts/{subject}/{field}?covering=...&wait=...`, no polling) and
 prints it explained. Each published claim is printed first as a JSON line `claim {...}`.
 """
 
@@ -15,17 +16,15 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-import aiohttp
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from streams.audit.explain import explain
+from streams.client.client import Client, DecisionTimeout
 from streams.client.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
 from streams.client.publisher import Publisher
 from streams.policy.signing_keys import client_key
@@ -72,43 +71,25 @@ async def call_tools(invoices: list[str], mappings: ToolMappings) -> list[dict[s
     return claims
 
 
-async def wait_for_decision(
-    worker_url: str, claims: list[dict[str, Any]], timeout: float
-) -> dict[str, Any]:
-    """The worker's decision on the claims' fact once it has considered every one of them."""
-    subject, field = claims[0]["subject"], claims[0]["field"]
-    url = f"{worker_url.rstrip('/')}/facts/{quote(subject, safe='')}/{quote(field, safe='')}"
-    wanted = {c["claim_id"] for c in claims}
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
-        while True:
-            try:
-                async with http.get(url) as response:
-                    if response.status == 200:
-                        decision: dict[str, Any] = await response.json()
-                        if wanted <= {c["claim_id"] for c in decision.get("claims", [])}:
-                            return decision
-            except (aiohttp.ClientError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no decision on {subject} {field} within {timeout:.0f}s")
-            await asyncio.sleep(0.3)
-
-
 async def main(args: argparse.Namespace) -> int:
     """Call, publish, wait, print; 0 when every fact is resolved, 1 when any is not."""
     mappings = load_mappings(args.mappings)
     claims = await call_tools(args.invoice, mappings)
     for claim in claims:
         print("claim", json.dumps(claim, sort_keys=True), flush=True)
-    async with Publisher(args.bootstrap, args.topic_prefix) as publisher:
-        await publisher.publish_many(claims)
     if args.worker_url is None:
+        async with Publisher(args.bootstrap, args.topic_prefix) as publisher:
+            await publisher.publish_many(claims)
         return 0
+    # publish, then wait on the worker for each fact's decision that lists these claims
+    async with Client(args.worker_url, args.bootstrap, args.topic_prefix) as client:
+        try:
+            decided = await client.decide(claims, timeout=args.timeout)
+        except DecisionTimeout as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
     code = 0
-    for invoice in args.invoice:
-        mine = [c for c in claims if c["subject"] == f"invoice:{invoice}"]
-        decision = await wait_for_decision(args.worker_url, mine, args.timeout)
+    for decision in decided.values():
         print("decision", json.dumps(decision, sort_keys=True), flush=True)
         print(explain(decision), flush=True)
         code = code or (0 if decision["outcome"] == "resolved" else 1)
@@ -123,7 +104,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bootstrap", default=env_bootstrap())
     parser.add_argument("--topic-prefix", default=env_prefix())
     parser.add_argument("--worker-url", help="a worker's HTTP address, to print its decisions")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per fact")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait in all")
     return parser.parse_args(argv)
 
 

@@ -27,6 +27,7 @@ COMMANDS: Final = {
     "replay": ("replay_command", "replay"),
     "explain": ("explain", "explain"),
     "merge": ("merge", "merge_files"),
+    "ask": ("ask", "ask"),
 }
 
 

@@ -310,7 +310,8 @@ async def _forward(owner: str, request: Any) -> Any:
     url = owner.rstrip("/") + request.path
     async with (
         aiohttp.ClientSession() as session,
-        session.get(url, headers={"X-Claimwatch-Forwarded": "1"}) as response,
+        # the query too (`covering`, `wait`): the owner answers as if asked itself
+        session.get(url, params=request.query, headers={"X-Claimwatch-Forwarded": "1"}) as response,
     ):
         body = await response.read()
         return aioweb.Response(body=body, status=response.status, content_type="application/json")

@@ -8,11 +8,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from streams.core.claim import fact_key
+from streams.core.covering import QueryError, covering_ids, missing, wait_seconds
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
 from streams.worker.changelog import DirectTable
 from streams.worker.claims.edge import ClaimsHandled, Runtime
+from streams.worker.claims.waiting import Waiters
 from streams.worker.edge import Outgoing, Record, RecordGuard
 from streams.worker.faust_kit import (
     Supervise,
@@ -73,6 +75,7 @@ def install_claims(
             await in_flight.admit(asyncio.ensure_future(sent))
 
     guard = RecordGuard(pipe.names, send, metrics)
+    waiters = Waiters()  # requests waiting for a decision that covers their claims
     tally = Tally()  # the batch's counts, added to their series once it is handled
 
     async def decide_one(record: Record) -> None:
@@ -88,9 +91,11 @@ def install_claims(
             await send_changes()
         for out in handled.sends:
             await send(out)
-        if on_decision is not None:
+        if on_decision is not None or waiters:
             for (key, _body), decided in zip(handled.resolutions, handled.decided, strict=True):
-                await on_decision(key, decided.record)
+                waiters.offer(key, decided.record)
+                if on_decision is not None:
+                    await on_decision(key, decided.record)
         _count(metrics, handled, tally)
         metrics.latency.observe(time.perf_counter() - started)
 
@@ -131,14 +136,51 @@ def install_claims(
 
     @app.page("/facts/{subject}/{field}")
     async def fact_page(web: Any, request: Any, subject: str, field: str) -> Any:
+        try:
+            ids = covering_ids(request.query.get("covering"))
+            wait = wait_seconds(request.query.get("wait"))
+        except QueryError as exc:
+            return web.json({"error": str(exc)}, status=400)
         key = fact_key(subject, field).encode()
         elsewhere = await answer_elsewhere(pipe, key, web, request)
         if elsewhere is not None:
             return elsewhere
+        return await _fact_answer(web, pipe, waiters, key, ids or (), wait, ids is not None)
+
+
+async def _fact_answer(
+    web: Any,
+    pipe: Pipeline,
+    waiters: Waiters,
+    key: bytes,
+    ids: tuple[str, ...],
+    wait: float,
+    covering: bool,
+) -> Any:
+    """The fact page's answer: the current decision once it covers `ids`.
+
+    It waits up to `wait` seconds for such a decision (woken by it); 404 without a
+    decision, 408 when none covers them in time (with the current decision, if any).
+    """
+    body = pipe.resolutions.get(key)
+    current = loads(body) if body is not None else None
+    if (current is None or missing(current, ids)) and wait > 0:
+        decided = await waiters.wait(key, ids, wait)
+        if decided is not None:
+            return web.json(decided)
         body = pipe.resolutions.get(key)
-        if body is None:
-            return web.json({"error": f"no decision for {subject}|{field}"}, status=404)
-        return web.json(loads(body))
+        current = loads(body) if body is not None else None
+    fact = key.decode()
+    if current is not None and not missing(current, ids):
+        return web.json(current)
+    if not covering:
+        return web.json({"error": f"no decision for {fact}"}, status=404)
+    absent = missing(current, ids)
+    headers = {"X-Claimwatch-Missing": ",".join(absent)}
+    if current is not None:  # what stands now, for the caller to see what it lacks
+        return web.json(current, status=408, headers=headers)
+    error = f"no decision for {fact} covers {', '.join(absent)} yet"
+    return web.json({"error": error, "missing": absent}, status=408, headers=headers)
 
 
 def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:

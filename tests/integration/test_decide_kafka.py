@@ -1,0 +1,182 @@
+"""An agent waits for its decision: `?covering=&wait=`, `Client.decide` and `claimwatch ask`."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.client.client import Client, DecisionTimeout
+from streams.client.facts import FactPages
+from streams.wire.topics import partition_for
+from tests.support.claims import envelope
+from tests.support.kafka import (
+    CLAIMWATCH,
+    REPO,
+    Workers,
+    ago,
+    free_port,
+    unique,
+    wait_for_ticks,
+)
+
+pytest_plugins = ["tests.support.kafka"]
+pytestmark = pytest.mark.kafka
+
+EXAMPLE_POLICY = REPO / "examples" / "policy.yaml"
+FIELD = "payment_status"
+
+
+def _claim(cid: str, source: str, value: Any, subject: str, **extra: Any) -> dict[str, Any]:
+    return envelope(cid, source, value, subject=subject, field=FIELD, observed_at=ago(1), **extra)
+
+
+def _listed(decision: dict[str, Any]) -> dict[str, str]:
+    return {c["claim_id"]: c["disposition"] for c in decision["claims"]}
+
+
+async def test_decide_waits_for_the_window_and_returns_the_decision_covering_the_claims(
+    workers: Workers, kafka_bootstrap: str
+) -> None:
+    """A fact in its 2 s settle window is answered when it closes; a later claim is waited for."""
+    worker = await workers.launch(EXAMPLE_POLICY)
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    subject = unique("invoice:decide")
+    first = [
+        _claim("d-1", "billing-api", "paid", subject),
+        _claim("d-2", "ledger-replica", "unpaid", subject),
+    ]
+    async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
+        started = time.monotonic()
+        decided = await client.decide(first, timeout=30)
+        waited = time.monotonic() - started
+        later = await client.decide([_claim("d-3", "ledger-replica", "paid", subject)], timeout=30)
+
+    key = f"{subject}|{FIELD}"
+    assert [key] == list(decided)
+    assert {"d-1": "won", "d-2": "outranked"} == _listed(decided[key])
+    assert ("resolved", "paid") == (decided[key]["outcome"], decided[key]["value"])
+    assert waited >= 1.5  # the settle window (2 s from the last claim) was waited for
+    # the second answer is not the decision already standing: it lists the new claim
+    assert {"d-1", "d-2", "d-3"} == set(_listed(later[key]))
+    assert decided[key]["decision_id"] != later[key]["decision_id"]
+
+
+async def test_decide_returns_the_decision_that_rejected_a_claim(
+    workers: Workers, kafka_bootstrap: str
+) -> None:
+    """A claim the policy rejects is covered too: the decision lists it as rejected."""
+    worker = await workers.launch(EXAMPLE_POLICY)
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    subject = unique("invoice:reject")
+    async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
+        decided = await client.decide(
+            [_claim("r-1", "billing-api", "settled-ish", subject)], timeout=30
+        )
+    decision = decided[f"{subject}|{FIELD}"]
+    assert {"r-1": "rejected"} == _listed(decision)
+    assert "rejected" == decision["outcome"]
+
+
+async def test_decide_times_out_cleanly_when_no_worker_answers(kafka_bootstrap: str) -> None:
+    """No worker at the URL: a DecisionTimeout naming the fact and why, after the timeout."""
+    url = f"http://127.0.0.1:{free_port()}"
+    subject = unique("invoice:alone")
+    claims = [_claim("n-1", "billing-api", "paid", subject)]
+    started = time.monotonic()
+    async with Client(url, kafka_bootstrap, unique("cwtest") + ".") as client:
+        with pytest.raises(DecisionTimeout) as caught:
+            await client.decide(claims, timeout=2.0)
+    elapsed = time.monotonic() - started
+    key = f"{subject}|{FIELD}"
+    assert {key: ["n-1"]} == caught.value.pending
+    assert {key: None} == caught.value.current
+    assert f"{key}: no answer from the worker at {url}" in str(caught.value)
+    assert 2.0 <= elapsed < 10.0
+
+
+async def test_any_worker_answers_covering_by_forwarding_the_query_to_the_owner(
+    workers: Workers, kafka_bootstrap: str
+) -> None:
+    """Asked of the worker that does not own the fact, `covering` and `wait` still hold."""
+    first = await workers.launch(EXAMPLE_POLICY)
+    second = await workers.launch(EXAMPLE_POLICY, prefix=first.prefix, app_id=first.app_id)
+    await wait_for_ticks(kafka_bootstrap, first.prefix)
+    subjects: dict[int, str] = {}
+    n = 0
+    while len(subjects) < 4:  # a fact on every partition: each worker owns some
+        subject = unique(f"invoice:fwd{n}")
+        subjects.setdefault(partition_for(f"{subject}|{FIELD}".encode(), 4), subject)
+        n += 1
+    async with Client(first.url, kafka_bootstrap, first.prefix) as client:
+        await client.decide([_claim(f"a-{s}", "billing-api", "paid", s) for s in subjects.values()])
+        statuses: dict[tuple[str, int], Any] = {}
+        for subject in subjects.values():
+            for index, worker in enumerate((first, second)):
+                async with FactPages(worker.url) as pages:
+                    answer = await _settled(pages, subject, [f"b-{subject}"], 1.0)
+                statuses[(subject, index)] = (answer.status, answer.missing)
+        later = [_claim(f"b-{s}", "ledger-replica", "paid", s) for s in subjects.values()]
+        await client.publisher.publish_many(later)
+        covered: dict[tuple[str, int], Any] = {}
+        for subject in subjects.values():
+            for index, worker in enumerate((first, second)):
+                async with FactPages(worker.url) as pages:
+                    answer = await _settled(pages, subject, [f"b-{subject}"], 20.0)
+                assert answer.decision is not None
+                covered[(subject, index)] = (
+                    answer.status,
+                    f"b-{subject}" in _listed(answer.decision),
+                )
+
+    keys = [(s, i) for s in subjects.values() for i in (0, 1)]
+    assert {k: (408, [f"b-{k[0]}"]) for k in keys} == statuses
+    assert {k: (200, True) for k in keys} == covered
+
+
+async def _settled(pages: FactPages, subject: str, ids: list[str], wait: float) -> Any:
+    """The answer once the workers agree who owns the fact (a 503 while they rebalance)."""
+    deadline = time.monotonic() + 60.0
+    while True:
+        try:
+            return await pages.ask(subject, FIELD, ids, wait)
+        except ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
+def _ask(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(CLAIMWATCH), "ask", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_claimwatch_ask_prints_the_covering_decision_or_says_what_is_missing(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """`ask --covering --wait` explains the decision (0), or exits 1 naming the missing ids."""
+    worker = await workers.launch(EXAMPLE_POLICY)
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    subject = unique("invoice:ask")
+    async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
+        await client.publisher.publish_many([_claim("k-1", "billing-api", "paid", subject)])
+    url = ("--worker-url", worker.url)
+    covered = await asyncio.to_thread(
+        _ask, subject, FIELD, "--covering", "k-1", "--wait", "20", *url
+    )
+    as_json = await asyncio.to_thread(_ask, subject, FIELD, "--json", *url)
+    lacking = await asyncio.to_thread(_ask, subject, FIELD, "--covering", "k-1,k-9", *url)
+    unknown = await asyncio.to_thread(_ask, unique("invoice:none"), FIELD, *url)
+
+    assert (0, "") == (covered.returncode, covered.stderr)
+    first_line = covered.stdout.splitlines()[0]
+    assert first_line.startswith("Decision dec_") and f" on {subject} {FIELD} at " in first_line
+    assert '"paid"' in covered.stdout and "Action: proceed" in covered.stdout
+    assert 0 == as_json.returncode and '"claim_id": "k-1"' in as_json.stdout
+    assert 1 == lacking.returncode
+    assert f"claimwatch: no decision for {subject}|{FIELD} lists k-9\n" == lacking.stderr
+    assert 1 == unknown.returncode and unknown.stderr.startswith("claimwatch: no decision for ")

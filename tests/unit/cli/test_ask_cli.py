@@ -1,0 +1,42 @@
+"""`claimwatch ask` says clearly when it has nothing to ask or nobody to ask."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.support.cli import run_cli
+
+
+def _closed_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--wait", "soon"), "claimwatch: --wait must be a number of seconds, got 'soon'\n"),
+        (("--wait", "-2"), "claimwatch: --wait must be between 0 and 30 seconds, got -2\n"),
+        (
+            ("--covering", " , "),
+            "claimwatch: --covering lists no claim id (give one or more, comma-separated)\n",
+        ),
+    ],
+)
+def test_bad_options_exit_2_with_the_reason(options: tuple[str, ...], message: str) -> None:
+    """A `--wait` or `--covering` that cannot be used is bad usage, before any request."""
+    done = run_cli("ask", "invoice:INV-1", "payment_status", *options)
+    assert (2, b"", message) == (done.returncode, done.stdout, done.stderr.decode())
+
+
+def test_no_worker_exits_1_naming_the_url() -> None:
+    """Nobody at the worker URL (from the environment): exit 1, one line, no traceback."""
+    url = _closed_url()
+    done = run_cli("ask", "s", "f", "--covering", "c1", env={"CLAIMWATCH_WORKER_URL": url})
+    stderr = done.stderr.decode()
+    assert (1, b"") == (done.returncode, done.stdout)
+    assert stderr.startswith(f"claimwatch: no answer from the worker at {url}: ")
+    assert 1 == len(stderr.splitlines())
