@@ -27,10 +27,12 @@ run: $(STAMP) kafka-up ## start the worker on the local broker with the live dem
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
 
-tools: ## promtool and amtool (Debian's prometheus packages) for the monitoring tests
-	@command -v promtool >/dev/null && command -v amtool >/dev/null || { \
+tools: ## Prometheus, Alertmanager (with promtool, amtool) and docker-compose (Debian) for the on-call tests
+	@command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null \
+	  && command -v promtool >/dev/null && command -v amtool >/dev/null \
+	  && command -v docker-compose >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    --no-install-recommends prometheus prometheus-alertmanager >/dev/null; }
+	    --no-install-recommends prometheus prometheus-alertmanager docker-compose >/dev/null; }
 
 test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker integration)
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -22,6 +22,20 @@ def worker(
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
     topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
     web_port: Annotated[int, typer.Option(help="HTTP port (/metrics, /health, /facts)")] = 6066,
+    web_host: Annotated[
+        str | None,
+        typer.Option(
+            help="host other workers and clients reach this one at"
+            " [env CLAIMWATCH_WEB_HOST; default 127.0.0.1]"
+        ),
+    ] = None,
+    web_bind: Annotated[
+        str | None,
+        typer.Option(
+            help="address the HTTP server binds, e.g. 0.0.0.0 in a container"
+            " [env CLAIMWATCH_WEB_BIND; default: the web host]"
+        ),
+    ] = None,
     partitions: Annotated[int, typer.Option(help="partitions of the claims topic")] = 4,
     store: Annotated[
         str, typer.Option(help="table store: rocksdb:// or memory://")
@@ -60,6 +74,10 @@ def worker(
         instance_id=instance_id,
         max_policy_bytes=max_policy_bytes,
     )
+    if web_host is not None:
+        settings.web_host = web_host
+    if web_bind is not None:
+        settings.web_bind = web_bind
     if loop is not None:
         settings.loop = loop
     if settings.loop not in LOOPS:

@@ -134,7 +134,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         consumer_group_instance_id=settings.instance_id or default_instance_id(settings),
         web_enabled=True,
         web_port=settings.web_port,
-        web_bind=settings.web_host,
+        web_bind=settings.web_bind or settings.web_host,
         web_host=settings.web_host,
         canonical_url=f"http://{settings.web_host}:{settings.web_port}",
         producer_acks=-1,

@@ -25,7 +25,12 @@ class WorkerSettings:
     prefix: str = field(default_factory=env_prefix)
     partitions: int = 4
     web_port: int = 6066
-    web_host: str = "127.0.0.1"
+    #: the host other workers and clients reach this one at (its fact pages are forwarded
+    #: there), and the address its web server binds (default: the same)
+    web_host: str = field(
+        default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_HOST") or "127.0.0.1"
+    )
+    web_bind: str | None = field(default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_BIND"))
     app_id: str = "claimwatch"
     store: str = DEFAULT_STORE
     data_dir: Path = Path(".cache/worker")

@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from streams.core.timeutil import parse_rfc3339
 from streams.wire.topics import TopicNames, ensure_topics
 
 pytestmark = pytest.mark.kafka
@@ -228,3 +230,31 @@ async def test_demo_runs_for_its_duration_prints_decisions_and_stops_its_worker(
     assert worker is not None, result.stdout
     with pytest.raises(ProcessLookupError):
         os.kill(int(worker.group(1)), 0)
+
+
+async def test_simulate_live_publishes_the_scenario_in_real_time_with_its_truth(
+    kafka_bootstrap: str, prefix: str
+) -> None:
+    """A minute of conflict-spike at speed 20: every claim on the topic, times moved to now."""
+    await ensure_topics(kafka_bootstrap, TopicNames(prefix), 4)
+    offline = await _claimwatch("simulate", "--scenario", "conflict-spike", "--duration", "1m")
+    expected = [json.loads(line) for line in offline.stdout.splitlines()]
+    started = time.time()
+    done = await _claimwatch(
+        "simulate", "--scenario", "conflict-spike", "--duration", "1m", "--live",
+        "--speed", "20", "--bootstrap", kafka_bootstrap, "--topic-prefix", prefix,
+    )  # fmt: skip
+    took = time.time() - started
+    assert 0 == done.returncode, done.stderr
+    records = await _read_all(kafka_bootstrap, TopicNames(prefix).claims, len(expected))
+    published = [json.loads(r.value) for r in records]
+    assert sorted(c["claim_id"] for c in expected) == sorted(
+        c["claim_id"].rsplit("-r", 1)[0] for c in published
+    )
+    times = [parse_rfc3339(c["observed_at"]) / 1e6 for c in published]
+    assert started - 1 <= min(times) and max(times) <= started + took + 1
+    assert 2.0 <= took < 30.0  # 60 s of scenario at speed 20, plus start-up
+    assert done.stdout.startswith("truth ") and " conflict_spike payment_status starts " in (
+        done.stdout
+    )
+    assert f"simulate: {len(expected):,} claims published" in done.stderr
