@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 POLICY ?= examples/policy.yaml
+DEMO_POLICY ?= examples/demo-policy.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -22,7 +23,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install claimwatch with its dev tools (.venv/bin/claimwatch)
 
 run: $(STAMP) kafka-up ## start the worker on the local broker with the live demo (Ctrl-C stops it all)
-	$(BIN)/python -m streams.sim.demo --policy $(POLICY)
+	$(BIN)/python -m streams.sim.demo --policy $(DEMO_POLICY)
 
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl

@@ -22,7 +22,11 @@ from streams.sim import simulate as sim
 
 def simulate(
     scenario: Annotated[
-        str, typer.Option(help="clean, conflict-spike, replica-lag, silent-source or mixed")
+        str,
+        typer.Option(
+            help="clean, conflict-spike, replica-lag, silent-source, mixed, or demo (the"
+            " scripted story of `make run`, for examples/demo-policy.yaml)"
+        ),
     ],
     seed: Annotated[int, typer.Option(help="random seed; the same seed gives the same stream")] = 0,
     duration: Annotated[
@@ -51,8 +55,9 @@ def simulate(
     json_out: Annotated[bool, typer.Option("--json", help="with --live: truth as JSON")] = False,
 ) -> None:
     """Write a simulated claim stream (JSON lines, observed_at order) with injected incidents."""
-    if scenario not in sim.SCENARIOS:
-        fail(f"--scenario: {scenario!r} is not one of {', '.join(sim.SCENARIOS)}", 2)
+    names = (*sim.SCENARIOS, "demo")
+    if scenario not in names:
+        fail(f"--scenario: {scenario!r} is not one of {', '.join(names)}", 2)
     try:
         duration_us = parse_duration(duration) if duration is not None else None
     except ValueError as exc:
@@ -101,7 +106,7 @@ def _live(
                 for claim in batch:
                     await publisher.publish(claim)
 
-            return await live.run_live(events, send, sys.stdout, json_out)
+            return await live.run_live(events, send, _print_line, json_out)
 
     try:
         sent = asyncio.run(run())
@@ -111,3 +116,7 @@ def _live(
         typer.echo("simulate: stopped", err=True)
         return
     typer.echo(f"simulate: {sent:,} claims published", err=True)
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)

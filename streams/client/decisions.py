@@ -65,12 +65,21 @@ class Filters:
 
 
 class DecisionTail:
-    """Every partition of a decisions topic, read committed, with repeated ids dropped."""
+    """Every partition of a decisions topic (or alerts), read committed, repeated ids dropped."""
 
-    def __init__(self, bootstrap: str, topic: str, *, from_beginning: bool = False) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        from_beginning: bool = False,
+        id_key: str = "decision_id",
+    ) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.from_beginning = from_beginning
+        #: the key of a record's id (repeats of an id are dropped): `alert_id` for alerts
+        self.id_key = id_key
         self.repeats = 0
         self.unreadable = 0
         self._seen: dict[str, None] = {}
@@ -141,7 +150,7 @@ class DecisionTail:
         for raw in values:
             try:
                 record = orjson.loads(raw or b"")
-                ident = record["decision_id"]
+                ident = record[self.id_key]
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 self.unreadable += 1
                 continue

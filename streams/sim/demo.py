@@ -1,4 +1,12 @@
-"""The live demo of `make run`: a worker, simulated agents, and every decision as it is made."""
+"""The live demo of `make run`: a worker, the demo's story played live, and a dashboard.
+
+The story (`streams.sim.story`) is published as `claimwatch simulate --scenario demo
+--live` publishes it; the dashboard (`streams.sim.board`) shows the facts, the conflicts
+entering and leaving, the alerts and each source's lag status as the worker decides. On a
+terminal it is a live view (rich `Live`); with `--plain` or off a terminal it is a log of
+what changed, one line each (a decision that leaves a fact's outcome, value and action as
+they were makes none).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,8 @@ import secrets
 import signal
 import socket
 import sys
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +26,20 @@ import aiohttp
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 from rich.console import Console
+from rich.live import Live
 from rich.text import Text
 
-from streams.client.decisions import OUTCOME_STYLES, DecisionTail, TopicMissing, display_value
+from streams.client.decisions import DecisionTail, TopicMissing
 from streams.client.publisher import Publisher
 from streams.policy.loading import load_policy
 from streams.policy.source import PolicyError
-from streams.sim.demo_agents import Simulation
+from streams.sim import live
+from streams.sim.board import Board
+from streams.sim.story import DURATION_S, story
 from streams.wire import kafka
 from streams.wire.kafka import env_bootstrap
 from streams.wire.topics import TopicNames
 
-ACTION_STYLES = {"proceed": "green", "degrade": "yellow", "escalate": "red"}
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 
@@ -39,12 +50,14 @@ class DemoError(RuntimeError):
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m streams.sim.demo", description=__doc__)
-    parser.add_argument("--policy", type=Path, default=Path("examples/policy.yaml"))
+    parser.add_argument("--policy", type=Path, default=Path("examples/demo-policy.yaml"))
     parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap host:port")
     parser.add_argument("--topic-prefix", default="demo.", help="prefix of the demo's topics")
     parser.add_argument("--web-port", type=int, default=6066, help="the worker's HTTP port")
     parser.add_argument("--data-dir", type=Path, default=Path(".cache/demo"))
-    parser.add_argument("--invoices", type=int, default=5, help="invoices open at a time")
+    parser.add_argument(
+        "--plain", action="store_true", help="a log of what changed instead of the live view"
+    )
     parser.add_argument(
         "--duration", type=float, default=None, help="stop after the agents ran this many seconds"
     )
@@ -140,23 +153,8 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def decision_line(record: dict[str, Any]) -> Text:
-    """One decision as one colored line: time, fact, outcome, value, action, short reason."""
-    decided = str(record.get("decided_at", ""))
-    outcome, action = str(record.get("outcome", "")), str(record.get("action", ""))
-    fact = f"{record.get('subject')} {record.get('field')}"
-    line = Text()
-    line.append(f"{decided[11:19]:<9}", style="dim")
-    line.append(f"{fact:<30} ", style="cyan")
-    line.append(f"{outcome:<13}", style=OUTCOME_STYLES.get(outcome, ""))
-    line.append(f"{display_value(record.get('value')):<11} ", style="bold")
-    line.append(f"{action:<9}", style=ACTION_STYLES.get(action, ""))
-    line.append(str(record.get("reason", "")), style="dim")
-    return line
-
-
 class Demo:
-    """The worker subprocess, the agents and the tail, started and stopped together."""
+    """The worker subprocess, the story and the dashboard, started and stopped together."""
 
     def __init__(self, args: argparse.Namespace, policy_version: str) -> None:
         self.args = args
@@ -166,26 +164,28 @@ class Demo:
         self.run_id = secrets.token_hex(3)
         self.app_id = f"claimwatch-demo-{self.run_id}"
         self.console = Console(highlight=False)
+        self.plain = bool(args.plain) or not self.console.is_terminal
         self.stop = asyncio.Event()
-        self.decisions = 0
+        #: the suffix of this run's claim ids (set when the story starts)
+        self.suffix = "-"
+        self.board = Board(self.mine)
+        self.view: Live | None = None
 
     def say(self, message: str, style: str = "dim") -> None:
         self.console.print(Text(message, style=style), soft_wrap=True)
 
-    def event(self, message: str) -> None:
-        """Something the simulation did, stamped like the decisions (UTC)."""
-        now = datetime.now(UTC).strftime("%H:%M:%S")
-        self.console.print(Text(f"{now} » {message}", style="blue"), soft_wrap=True)
-
-    def show(self, record: dict[str, Any]) -> None:
+    def mine(self, record: Mapping[str, Any]) -> bool:
+        """Whether a decision is of this run's story (another demo may share the topics)."""
         claims = record.get("claims") or []
-        if not any(str(c.get("claim_id", "")).startswith(f"{self.run_id}-") for c in claims):
-            return  # another demo on the same topics
-        self.decisions += 1
-        if self.console.is_terminal:  # one line each, cut to the terminal's width
-            self.console.print(decision_line(record), no_wrap=True, overflow="ellipsis")
-        else:
-            self.console.print(decision_line(record), soft_wrap=True)
+        return any(str(c.get("claim_id", "")).endswith(self.suffix) for c in claims)
+
+    def show(self, lines: list[Text]) -> None:
+        """Print what changed (plain), or redraw the dashboard."""
+        if self.view is not None:
+            self.view.update(self.board.render())
+            return
+        for line in lines:
+            self.console.print(line, soft_wrap=True)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -221,7 +221,7 @@ class Demo:
             self.say("stopping the worker…")
             await _stop_worker(proc)
             await self._clean_up()
-            self.say(f"{self.decisions} decision(s) shown; worker stopped")
+            self.say("worker stopped")
 
     async def _live(self, proc: asyncio.subprocess.Process) -> int:
         port = self.args.web_port
@@ -229,39 +229,77 @@ class Demo:
             f"worker ready on http://127.0.0.1:{port} (/health /metrics /facts/SUBJECT/FIELD); "
             f"topics {self.names.prefix}*; policy {self.policy_version}",
         )
+        claims, truth = story()
+        start_us = time.time_ns() // 1000 + 1_000_000
+        self.suffix = live.run_suffix(start_us)
+        events = live.schedule(claims, truth, start_us, speed=1.0)
         self.say(
-            "agents: billing-api (system of record), reporting-replica@eu-west-1 (lags after "
-            "changes), ledger-replica (cache), user (assertions); Ctrl-C stops it all",
+            f"the story: {len(claims)} claims over {DURATION_S} s from billing-api (system of "
+            "record, two regions), ledger-replica (cache), reporting-replica (lags), user "
+            "(assertions); Ctrl-C stops it all",
         )
         async with (
-            DecisionTail(self.bootstrap, self.names.decisions) as tail,
+            DecisionTail(self.bootstrap, self.names.decisions) as decisions,
+            DecisionTail(self.bootstrap, self.names.alerts, id_key="alert_id") as alerts,
             Publisher(self.bootstrap, self.names.prefix) as publisher,
         ):
-            sim = Simulation(publisher, self.run_id, self.event, invoices=self.args.invoices)
+
+            async def send(batch: Sequence[dict[str, Any]]) -> None:
+                for claim in batch:
+                    await publisher.publish(claim)
+                await publisher.flush()
+
+            def truth_told(line: str) -> None:
+                self.show(self.board.truth(line))
+
             tasks = {
-                asyncio.create_task(sim.run(), name="agents"),
-                asyncio.create_task(self._print(tail), name="tail"),
+                asyncio.create_task(live.run_live(events, send, truth_told), name="story"),
+                asyncio.create_task(self._follow(decisions, self.board.decision), name="tail"),
+                asyncio.create_task(self._follow(alerts, self.board.alert), name="alerts"),
                 asyncio.create_task(proc.wait(), name="worker"),
                 asyncio.create_task(self.stop.wait(), name="stop"),
             }
             if self.args.duration is not None:
                 tasks.add(asyncio.create_task(asyncio.sleep(self.args.duration), name="duration"))
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            for task in done:
-                if task.get_name() == "worker":
-                    raise DemoError(f"the worker exited with status {proc.returncode}")
-                if task.get_name() in ("agents", "tail") and task.exception() is not None:
-                    raise DemoError(f"{task.get_name()} failed: {task.exception()!r}")
-            self.say(f"{sim.sent} claim(s) sent")
+            with contextlib.ExitStack() as stack:
+                if not self.plain:
+                    self.view = stack.enter_context(
+                        Live(self.board.render(), console=self.console, refresh_per_second=4)
+                    )
+                try:
+                    await self._until_done(tasks, proc)
+                finally:
+                    self.view = None
+            self.say(f"{self.board.decisions} decision(s) of the story seen")
         return 0
 
-    async def _print(self, tail: DecisionTail) -> None:
+    async def _until_done(self, tasks: set[asyncio.Task[Any]], proc: Any) -> None:
+        """Wait for a stop, the duration or a failure; the story's end is none of them."""
+        try:
+            while True:
+                done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    name = task.get_name()
+                    if name == "worker":
+                        raise DemoError(f"the worker exited with status {proc.returncode}")
+                    if task.exception() is not None:
+                        raise DemoError(f"{name} failed: {task.exception()!r}")
+                    if name == "story":
+                        self.show(self.board.truth("the story is told; Ctrl-C stops the demo"))
+                    else:
+                        return
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _follow(
+        self, tail: DecisionTail, take: Callable[[Mapping[str, Any]], list[Text]]
+    ) -> None:
         async for batch in tail.batches(follow=True, idle_timeout_s=0):
-            for record in batch:
-                self.show(record)
+            lines = [line for record in batch for line in take(record)]
+            if lines or self.view is not None:
+                self.show(lines)
 
     async def _clean_up(self) -> None:
         """Delete the topics named after this run's app id (changelog, leader): best effort."""

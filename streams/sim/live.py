@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
 
@@ -110,18 +110,18 @@ def truth_line(event: Mapping[str, Any], as_json: bool) -> str:
 async def run_live(
     events: Iterator[Event],
     send: Callable[[Sequence[dict[str, Any]]], Awaitable[None]],
-    out: TextIO,
+    say: Callable[[str], None],
     as_json: bool = False,
     clock: Callable[[], int] = lambda: time.time_ns() // 1000,
 ) -> int:
-    """Send each event's claims at its time and print its truth; returns the claims sent."""
+    """Send each event's claims at its time, `say` its truth line; returns the claims sent."""
     sent = 0
     for event in events:
         wait = (event.at_us - clock()) / 1e6
         if wait > 0:
             await asyncio.sleep(wait)
         if event.truth is not None:
-            print(truth_line(event.truth, as_json), file=out, flush=True)
+            say(truth_line(event.truth, as_json))
         if event.claims:
             await send(event.claims)
             sent += len(event.claims)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from streams.sim.story import story
 from streams.wire.codec import dumps_line
 
 START_US: Final = parse_rfc3339("2026-09-14T06:00:00Z")
@@ -362,7 +363,9 @@ def _answer(p: Plan, rng: random.Random, fact: _Fact, source: str, observed: int
 def simulate(
     scenario: str, seed: int, duration_us: int | None = None, traffic: Traffic | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The claims of a scenario for a seed, and its ground truth."""
+    """The claims of a scenario for a seed, and its ground truth (`demo`: the scripted story)."""
+    if scenario == "demo":
+        return story()
     laid_out = plan(scenario, seed, duration_us, traffic)
     claims = generate(laid_out)
     return claims, laid_out.truth(len(claims))

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import os
+import pty
 import re
+import select
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -208,28 +214,123 @@ async def test_decisions_refuses_a_missing_topic_and_bad_filters(kafka_bootstrap
 
 
 DECISION_LINE = re.compile(
-    r"^\d\d:\d\d:\d\d +invoice:INV-\d+ (payment_status|balance) +"
-    r"(resolved|conflict|insufficient|rejected) ",
-    re.MULTILINE,
+    r"^(\d\d:\d\d:\d\d) (invoice:INV-\d+ \w+) +(\w+) +(.+?) +(proceed|degrade|escalate)"
 )
+STAMP = re.compile(r"^(\d\d):(\d\d):(\d\d) ")
 
 
-async def test_demo_runs_for_its_duration_prints_decisions_and_stops_its_worker(
+def _seconds(line: str) -> int:
+    found = STAMP.match(line)
+    assert found is not None, line
+    hours, minutes, seconds = (int(g) for g in found.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+async def test_make_runs_demo_tells_the_whole_story_within_two_minutes(
     kafka_bootstrap: str, prefix: str, tmp_path: Path
 ) -> None:
-    """`python -m streams.sim.demo --duration 20` prints decisions, exits 0, leaves no worker."""
-    args = [sys.executable, "-m", "streams.sim.demo", "--policy", str(POLICY), "--duration", "20"]
+    """The plain demo tells every part within 2 min; no line repeats; its worker is gone."""
+    args = [sys.executable, "-m", "streams.sim.demo", "--plain", "--duration", "125"]
     args += ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
     args += ["--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
 
-    result = await asyncio.to_thread(_run, *args, timeout=300)
+    result = await asyncio.to_thread(_run, *args, timeout=400)
 
     assert 0 == result.returncode, result.stdout + result.stderr
-    assert DECISION_LINE.search(result.stdout), result.stdout
+    lines = result.stdout.splitlines()
+    decided = [m for m in map(DECISION_LINE.match, lines) if m]
+    assert decided, result.stdout
+    first = _seconds(decided[0].group(0))
+
+    def when(*parts: str) -> int:
+        found = [line for line in lines if all(p in line for p in parts)]
+        assert found, f"no line with {parts} in:\n{result.stdout}"
+        return (_seconds(found[0]) - first) % 86_400
+
+    parts = [
+        ("INV-1 payment_status", "resolved", "paid", "reporting-replica outranked, dissenting"),
+        ("INV-2 balance", "conflict", "escalate", "billing-api@us-east-1"),
+        ("conflict enters invoice:INV-2 balance",),
+        ("INV-3 shipping_address", "resolved", "asserted, not verified"),
+        ("ALERT replica_lag reporting-replica on payment_status: stalled",),
+        ("ALERT conflict_spike on balance firing",),
+        ("ALERT conflict_spike on balance resolved",),
+        ("conflict leaves invoice:INV-10 balance",),
+    ]
+    assert {p: True for p in parts} == {p: when(*p) <= 120 for p in parts}
+    shown: dict[str, list[tuple[str, str, str]]] = {}
+    for match in decided:
+        shown.setdefault(match.group(2), []).append(match.group(3, 4, 5))
+    repeats = {k: v for k, v in shown.items() if any(a == b for a, b in itertools.pairwise(v))}
+    assert {} == repeats
     worker = re.search(r"worker pid (\d+)", result.stdout)
     assert worker is not None, result.stdout
     with pytest.raises(ProcessLookupError):
         os.kill(int(worker.group(1)), 0)
+
+
+async def test_the_demo_on_a_terminal_is_a_live_dashboard_and_ctrl_c_stops_it_all(
+    kafka_bootstrap: str, prefix: str, tmp_path: Path
+) -> None:
+    """In a pseudo-terminal the demo draws its dashboard; SIGINT stops it and its worker."""
+    args = [sys.executable, "-m", "streams.sim.demo", "--bootstrap", kafka_bootstrap]
+    args += ["--topic-prefix", prefix, "--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
+    output = await asyncio.to_thread(_in_a_terminal, args, "invoice:INV-2 balance", 120.0)
+
+    assert 0 == output.returncode, output.text[-3000:]
+    for part in ("facts (", "conflicts entering and leaving", "firing now:", "sources (replica"):
+        assert part in output.text, part
+    assert "invoice:INV-2 balance" in output.text and "worker stopped" in output.text
+    worker = re.search(r"worker pid (\d+)", output.text)
+    assert worker is not None, output.text[-3000:]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(worker.group(1)), 0)
+
+
+@dataclass
+class _Terminal:
+    returncode: int | None
+    text: str
+
+
+def _in_a_terminal(args: list[str], until: str, timeout: float) -> _Terminal:
+    """Run `args` on a pseudo-terminal until `until` is drawn, then Ctrl-C (SIGINT) it."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        args, stdin=follower, stdout=follower, stderr=follower, close_fds=True,
+        env={**os.environ, "COLUMNS": "160", "LINES": "60", "TERM": "xterm-256color"},
+    )  # fmt: skip
+    os.close(follower)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    interrupted = False
+    while proc.poll() is None and time.monotonic() < deadline + 30:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                chunks.append(os.read(leader, 65536))
+            except OSError:
+                break
+        text = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+        if not interrupted and (until in text or time.monotonic() > deadline):
+            proc.send_signal(signal.SIGINT)
+            interrupted = True
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    with contextlib.suppress(OSError):
+        while select.select([leader], [], [], 0.2)[0]:
+            chunk = os.read(leader, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    os.close(leader)
+    return _Terminal(proc.returncode, ANSI.sub("", b"".join(chunks).decode(errors="replace")))
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 
 async def test_simulate_live_publishes_the_scenario_in_real_time_with_its_truth(
