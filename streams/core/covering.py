@@ -14,8 +14,9 @@ from typing import Any, Final
 
 #: The longest a request may wait for a covering decision (seconds).
 MAX_WAIT_S: Final = 30.0
-#: The most claim ids one request may list.
+#: The most claim ids one request may list, and the longest id.
 MAX_IDS: Final = 256
+MAX_ID_CHARS: Final = 256
 
 
 class QueryError(ValueError):
@@ -34,6 +35,10 @@ def covering_ids(text: str | None) -> tuple[str, ...] | None:
         raise QueryError("`covering` lists no claim id (give one or more, comma-separated)")
     if len(ids) > MAX_IDS:
         raise QueryError(f"`covering` lists {len(ids)} claim ids; at most {MAX_IDS} per request")
+    for claim_id in ids:
+        if len(claim_id) > MAX_ID_CHARS or not claim_id.isprintable():
+            shown = repr(claim_id[:40])
+            raise QueryError(f"`covering`: {shown} is no claim id (printable, at most 256 chars)")
     return ids
 
 

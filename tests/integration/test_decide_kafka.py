@@ -17,6 +17,7 @@ from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
     REPO,
+    WorkerProcess,
     Workers,
     ago,
     free_port,
@@ -39,12 +40,18 @@ def _listed(decision: dict[str, Any]) -> dict[str, str]:
     return {c["claim_id"]: c["disposition"] for c in decision["claims"]}
 
 
+async def _example_worker(workers: Workers, bootstrap: str) -> WorkerProcess:
+    """A worker on the example policy, its partition clocks running."""
+    worker = await workers.launch(EXAMPLE_POLICY)
+    await wait_for_ticks(bootstrap, worker.prefix)
+    return worker
+
+
 async def test_decide_waits_for_the_window_and_returns_the_decision_covering_the_claims(
     workers: Workers, kafka_bootstrap: str
 ) -> None:
     """A fact in its 2 s settle window is answered when it closes; a later claim is waited for."""
-    worker = await workers.launch(EXAMPLE_POLICY)
-    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    worker = await _example_worker(workers, kafka_bootstrap)
     subject = unique("invoice:decide")
     first = [
         _claim("d-1", "billing-api", "paid", subject),
@@ -70,8 +77,7 @@ async def test_decide_returns_the_decision_that_rejected_a_claim(
     workers: Workers, kafka_bootstrap: str
 ) -> None:
     """A claim the policy rejects is covered too: the decision lists it as rejected."""
-    worker = await workers.launch(EXAMPLE_POLICY)
-    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    worker = await _example_worker(workers, kafka_bootstrap)
     subject = unique("invoice:reject")
     async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
         decided = await client.decide(
@@ -159,8 +165,7 @@ async def test_claimwatch_ask_prints_the_covering_decision_or_says_what_is_missi
     workers: Workers, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """`ask --covering --wait` explains the decision (0), or exits 1 naming the missing ids."""
-    worker = await workers.launch(EXAMPLE_POLICY)
-    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    worker = await _example_worker(workers, kafka_bootstrap)
     subject = unique("invoice:ask")
     async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
         await client.publisher.publish_many([_claim("k-1", "billing-api", "paid", subject)])

@@ -45,6 +45,8 @@ def test_covering_ids_are_read_in_order_without_repeats(
             ",".join(f"c{i}" for i in range(MAX_IDS + 1)),
             f"`covering` lists {MAX_IDS + 1} claim ids; at most {MAX_IDS} per request",
         ),
+        ("c1,c\n2", "`covering`: 'c\\n2' is no claim id (printable, at most 256 chars)"),
+        ("x" * 257, f"`covering`: {'x' * 40!r} is no claim id (printable, at most 256 chars)"),
     ],
 )
 def test_a_covering_without_ids_or_with_too_many_is_refused(text: str, error: str) -> None:
