@@ -23,6 +23,7 @@ from tests.support.kafka import (
     free_port,
     unique,
     wait_for_ticks,
+    write_policy,
 )
 
 pytest_plugins = ["tests.support.kafka"]
@@ -185,3 +186,34 @@ async def test_claimwatch_ask_prints_the_covering_decision_or_says_what_is_missi
     assert 1 == lacking.returncode
     assert f"claimwatch: no decision for {subject}|{FIELD} lists k-9\n" == lacking.stderr
     assert 1 == unknown.returncode and unknown.stderr.startswith("claimwatch: no decision for ")
+
+
+SIGNED_POLICY = """\
+policy_version: decide-signed-1
+defaults: {settle: 0s}
+sources:
+  ledger: {authority: system_of_record, lineage: ledger}
+fields:
+  payment_status: {type: enum, values: [paid, unpaid], freshness: 5m}
+signing:
+  ledger: {env: CW_IT_DECIDE_KEY}
+"""
+
+
+async def test_decide_signs_the_claims_when_given_the_sources_key(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source that must sign: `Client(signing_key=...)` claims are decided, unsigned ones not."""
+    monkeypatch.setenv("CW_IT_DECIDE_KEY", "decide-key")  # the worker inherits it
+    worker = await workers.launch(write_policy(tmp_path, SIGNED_POLICY))
+    await wait_for_ticks(kafka_bootstrap, worker.prefix)
+    subject = unique("invoice:signed")
+    url, prefix = worker.url, worker.prefix
+    async with Client(url, kafka_bootstrap, prefix, signing_key=b"decide-key") as client:
+        decided = await client.decide([_claim("s-1", "ledger", "paid", subject)], timeout=30)
+    async with Client(url, kafka_bootstrap, prefix) as client:
+        with pytest.raises(DecisionTimeout) as caught:
+            await client.decide([_claim("s-2", "ledger", "unpaid", unique("inv"))], timeout=3)
+    decision = decided[f"{subject}|{FIELD}"]
+    assert ({"s-1": "won"}, "paid") == (_listed(decision), decision["value"])
+    assert ["s-2"] == next(iter(caught.value.pending.values()))
