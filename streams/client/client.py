@@ -84,17 +84,16 @@ class Client:
         anything when a claim is invalid, `DecisionTimeout` when some fact is not decided
         in `timeout` seconds.
         """
-        given = list(claims)
+        records = [validate(claim, self.publisher.signing_key) for claim in claims]
         facts: dict[str, tuple[str, str, list[str]]] = {}
-        for claim in given:
-            _key, value = validate(claim, self.publisher.signing_key)
+        for _key, value in records:
             sent = orjson.loads(value)
             subject, field_name = sent["subject"], sent["field"]
             ids = facts.setdefault(fact_key(subject, field_name), (subject, field_name, []))[2]
             if sent["claim_id"] not in ids:
                 ids.append(sent["claim_id"])
-        for claim in given:
-            await self.publisher.publish(claim)
+        for record in records:  # validated (and signed) once, above
+            await self.publisher.send(*record)
         await self.publisher.flush()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

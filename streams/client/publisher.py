@@ -69,7 +69,10 @@ class Publisher:
 
     async def publish(self, claim: Mapping[str, Any] | ClaimEnvelope) -> None:
         """Validate and send one claim (buffered; `flush` or leaving the block waits)."""
-        key, value = validate(claim, self.signing_key)
+        await self.send(*validate(claim, self.signing_key))
+
+    async def send(self, key: bytes, value: bytes) -> None:
+        """Send one claim as `validate` made it (key, value), without validating it again."""
         await self._producer.send(self.names.claims, value=value, key=key)
 
     async def publish_many(self, claims: Iterable[Mapping[str, Any]]) -> int:

@@ -6,18 +6,15 @@ import asyncio
 import re
 import shutil
 import subprocess
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.claims import envelope
+from tests.support.incidents import lagging_replica
 from tests.support.kafka import (
     TopicReader,
     Workers,
-    publish_claims,
-    rfc3339,
     wait_for_ticks,
     write_policy,
 )
@@ -37,24 +34,6 @@ fields:
 alerts:
   replica_lag: {evaluation: 20s, min_samples: 3}
 """
-FACTS = 8
-
-
-async def phase(bootstrap: str, prefix: str, parts: list[tuple[str, str]], n: int) -> None:
-    """Every fact invoice:L-i gets the given (source, value) claims, observed now."""
-    now = datetime.now(UTC)
-    claims = [
-        envelope(
-            f"{source}-{i}-{n}",
-            source,
-            value,
-            subject=f"invoice:L-{i}",
-            observed_at=rfc3339(now + timedelta(milliseconds=10 * i)),
-        )
-        for i in range(FACTS)
-        for source, value in parts
-    ]
-    await publish_claims(bootstrap, prefix, claims)
 
 
 def gauge(text: str, name: str, **labels: str) -> float | None:
@@ -74,19 +53,7 @@ async def test_lagging_replica_raises_an_alert_and_the_lag_series(
     """A replica serving the owner's values 6 s late: replica_lag alert and lag on /metrics."""
     worker = await workers.launch(write_policy(tmp_path, LAG_POLICY))
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
-    both = [("billing-api", "unpaid"), ("reporting-replica", "unpaid")]
-    await phase(kafka_bootstrap, worker.prefix, both, 0)
-    await asyncio.sleep(1)
-    await phase(
-        kafka_bootstrap,
-        worker.prefix,
-        [("billing-api", "paid"), ("reporting-replica", "unpaid")],
-        1,
-    )
-    await asyncio.sleep(3)
-    await phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "unpaid")], 2)
-    await asyncio.sleep(3)
-    await phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "paid")], 3)
+    await lagging_replica(kafka_bootstrap, worker.prefix)
 
     def paged(records: list[Any]) -> bool:
         alerts = [r.json() for r in records]

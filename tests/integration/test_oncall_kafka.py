@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.claims import envelope
+from tests.support.incidents import lagging_replica
 from tests.support.kafka import REPO, Workers, publish_claims, rfc3339, wait_for_ticks, write_policy
 from tests.support.monitoring import Server, alertmanager, prometheus, webhook
 
@@ -46,23 +47,12 @@ alerts:
   conflict_spike: {window: 30s, min_count: 5}
   replica_lag: {evaluation: 120s, min_samples: 3}
 """
-FACTS = 8
 SPIKE_FACTS = 10
 OUT = REPO / ".cache" / "oncall-pages.json"
 
 
 def _now(offset_ms: int = 0) -> str:
     return rfc3339(datetime.now(UTC) + timedelta(milliseconds=offset_ms))
-
-
-async def _lag_phase(bootstrap: str, prefix: str, parts: list[tuple[str, str]], n: int) -> None:
-    """Every fact invoice:L-i gets the given (source, value) claims of payment_status, now."""
-    claims = [
-        envelope(f"{s}-{i}-{n}", s, v, subject=f"invoice:L-{i}", observed_at=_now(10 * i))
-        for i in range(FACTS)
-        for s, v in parts
-    ]
-    await publish_claims(bootstrap, prefix, claims)
 
 
 async def _conflicts(bootstrap: str, prefix: str, field: str, pairs: list[tuple[str, str]]) -> None:
@@ -125,15 +115,7 @@ async def test_incidents_page_the_on_call_through_prometheus_and_alertmanager(
 
             # 2. the replica keeps serving the owner's old value of payment_status
             started = time.monotonic()
-            both = [("billing-api", "unpaid"), ("reporting-replica", "unpaid")]
-            await _lag_phase(kafka_bootstrap, worker.prefix, both, 0)
-            await asyncio.sleep(1)
-            changed = [("billing-api", "paid"), ("reporting-replica", "unpaid")]
-            await _lag_phase(kafka_bootstrap, worker.prefix, changed, 1)
-            await asyncio.sleep(3)
-            await _lag_phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "unpaid")], 2)
-            await asyncio.sleep(3)
-            await _lag_phase(kafka_bootstrap, worker.prefix, [("reporting-replica", "paid")], 3)
+            await lagging_replica(kafka_bootstrap, worker.prefix)
             page = await hook.wait_for(
                 90.0, alertname="ClaimwatchReplicaLag", source="reporting-replica"
             )

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import re
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,19 +26,14 @@ import aiohttp
 import yaml
 from aiohttp import web
 
+from tests.support.kafka import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "compose" / "prometheus" / "rules.yml"
 PROMETHEUS_YML = REPO / "compose" / "prometheus" / "prometheus.yml"
 ALERTMANAGER_YML = REPO / "compose" / "alertmanager" / "alertmanager.yml"
 #: every rule's `for:` in the test's copy (the shipped values are 1 to 10 minutes)
 FOR = "2s"
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def binary(name: str) -> str:

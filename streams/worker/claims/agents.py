@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from streams.core.claim import fact_key
-from streams.core.covering import QueryError, covering_ids, missing, wait_seconds
+from streams.core.covering import QueryError, covering_ids, covers, missing, wait_seconds
 from streams.wire.codec import loads
 from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
@@ -145,7 +145,7 @@ def install_claims(
         elsewhere = await answer_elsewhere(pipe, key, web, request)
         if elsewhere is not None:
             return elsewhere
-        return await _fact_answer(web, pipe, waiters, key, ids or (), wait, ids is not None)
+        return await _fact_answer(web, pipe, waiters, key, ids, wait)
 
 
 async def _fact_answer(
@@ -153,27 +153,23 @@ async def _fact_answer(
     pipe: Pipeline,
     waiters: Waiters,
     key: bytes,
-    ids: tuple[str, ...],
+    covering: tuple[str, ...] | None,
     wait: float,
-    covering: bool,
 ) -> Any:
-    """The fact page's answer: the current decision once it covers `ids`.
+    """The fact page's answer: the current decision once it covers the `covering` ids.
 
     It waits up to `wait` seconds for such a decision (woken by it); 404 without a
     decision, 408 when none covers them in time (with the current decision, if any).
     """
-    body = pipe.resolutions.get(key)
-    current = loads(body) if body is not None else None
-    if (current is None or missing(current, ids)) and wait > 0:
+    ids = covering or ()
+    current = _current(pipe, key)
+    if not covers(current, ids) and wait > 0:
         decided = await waiters.wait(key, ids, wait)
-        if decided is not None:
-            return web.json(decided)
-        body = pipe.resolutions.get(key)
-        current = loads(body) if body is not None else None
+        current = decided if decided is not None else _current(pipe, key)
     fact = key.decode()
-    if current is not None and not missing(current, ids):
+    if covers(current, ids):
         return web.json(current)
-    if not covering:
+    if covering is None:
         return web.json({"error": f"no decision for {fact}"}, status=404)
     absent = missing(current, ids)
     headers = {"X-Claimwatch-Missing": ",".join(absent)}
@@ -181,6 +177,12 @@ async def _fact_answer(
         return web.json(current, status=408, headers=headers)
     error = f"no decision for {fact} covers {', '.join(absent)} yet"
     return web.json({"error": error, "missing": absent}, status=408, headers=headers)
+
+
+def _current(pipe: Pipeline, key: bytes) -> Any:
+    """The fact's current decision (None when it has none)."""
+    body = pipe.resolutions.get(key)
+    return loads(body) if body is not None else None
 
 
 def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.kafka import free_port
 
 
 def _closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.mark.parametrize(

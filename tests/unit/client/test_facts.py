@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from streams.client.facts import Answer, FactPages, WorkerUnavailable, fact_path
+from tests.support.kafka import free_port
 
 DECISION = {"decision_id": "dec_1", "claims": [{"claim_id": "c1", "disposition": "won"}]}
 #: what the test server answers, per subject
@@ -39,9 +39,7 @@ async def stand_in() -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
     app.router.add_get("/facts/{subject}/{field}", page)
     runner = web.AppRunner(app)
     await runner.setup()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     try:
@@ -89,9 +87,7 @@ async def test_refusals_and_outages_are_errors_that_say_why(
 
 async def test_no_worker_at_the_url_is_worker_unavailable() -> None:
     """Nothing listening: WorkerUnavailable naming the URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     async with FactPages(f"http://127.0.0.1:{port}") as pages:
         with pytest.raises(WorkerUnavailable) as caught:
             await pages.ask("s", "f", ["c1"], 1.0)
