@@ -14,6 +14,9 @@ from streams.worker.loop import DEFAULT_LOOP
 DEFAULT_STORE: Final = "rocksdb://"
 #: Seconds a stop may take before the worker ends at once (`CLAIMWATCH_STOP_TIMEOUT_S`).
 DEFAULT_STOP_TIMEOUT_S: Final = 30.0
+#: Requests one worker lets wait for a decision at once, in all and per fact.
+DEFAULT_MAX_WAITERS: Final = 1024
+DEFAULT_MAX_WAITERS_PER_FACT: Final = 64
 
 
 @dataclass(slots=True)
@@ -76,5 +79,22 @@ class WorkerSettings:
     stop_timeout_s: float = field(
         default_factory=lambda: float(
             os.environ.get("CLAIMWATCH_STOP_TIMEOUT_S", str(DEFAULT_STOP_TIMEOUT_S))
+        )
+    )
+    #: the bearer token that `POST /agents/{name}/stop` requires (`CLAIMWATCH_ADMIN_TOKEN`);
+    #: unset, the route is refused (see docs/operations.md). Never shown in a repr.
+    admin_token: str | None = field(
+        default_factory=lambda: os.environ.get("CLAIMWATCH_ADMIN_TOKEN") or None, repr=False
+    )
+    #: requests waiting for a covering decision (`?covering=&wait=`) this worker holds at
+    #: once, in all and per fact; one more is answered 429 with Retry-After
+    max_waiters: int = field(
+        default_factory=lambda: int(
+            os.environ.get("CLAIMWATCH_MAX_WAITERS", str(DEFAULT_MAX_WAITERS))
+        )
+    )
+    max_waiters_per_fact: int = field(
+        default_factory=lambda: int(
+            os.environ.get("CLAIMWATCH_MAX_WAITERS_PER_FACT", str(DEFAULT_MAX_WAITERS_PER_FACT))
         )
     )

@@ -14,7 +14,7 @@ from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
-from streams.core.state import FactState
+from streams.core.state import FactState, content_hash
 from streams.wire.codec import decode_claim, dumps
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.facts import MemoryFacts, TableFacts
@@ -45,6 +45,9 @@ class ClaimsHandled(Handled):
     claim: Claim | None = None
     #: the detectors' entry of each new decision, with its field (sent per field, batched)
     alerts: list[tuple[str, Entry]] = field(default_factory=list)
+    #: (claim id, reason) of each claim dead-lettered with no decision to come: its
+    #: waiters are answered with the reason at once (see worker.claims.waiting)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 #: How far a partition clock moves on between two writes of it by claims (1 s).
@@ -233,6 +236,7 @@ class Runtime:
         if unsigned is not None:  # DLQ only: never decided, its id never marked seen
             out.events.append(BAD_SIGNATURE)
             out.sends.append(self._dead_letter(partition, offset, key, value, unsigned))
+            out.refused.append((claim.claim_id, unsigned))
             self._store_clock(proc, before)
             self.facts.flush()
             return out
@@ -240,10 +244,17 @@ class Runtime:
         step = proc.on_claim(claim)
         for reason in step.dead_letters:
             out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+        if step.dead_letters and not self._holds(claim):
+            out.refused.extend((claim.claim_id, reason) for reason in step.dead_letters)
         self._emit(step, partition, out)
         self._store_clock(proc, before)
         self.facts.flush()
         return out
+
+    def _holds(self, claim: Claim) -> bool:
+        """Whether the claim's fact holds this claim (so a decision of it will list it)."""
+        state = self.facts.get(claim.fact_key)
+        return state is not None and state.seen_hash(claim.claim_id) == content_hash(claim.envelope)
 
     def _at(
         self, partition: int, offset: int, out: ClaimsHandled, timestamp_us: int | None = None
