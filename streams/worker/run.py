@@ -17,7 +17,7 @@ from faust import Worker
 
 from streams.core.argue.verdicts import VerdictConfig
 from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, ensure_topics
+from streams.wire.topics import TopicNames, TopicsRefused, ensure_topics
 from streams.worker import collector
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
@@ -42,6 +42,8 @@ from streams.worker.verdicts.edge import VerdictsEdge
 log = logging.getLogger(__name__)
 
 
+#: Exit code of a worker whose topics are not as it needs them (the message says what to run).
+EXIT_TOPICS_REFUSED = 2
 #: Exit code of a worker stopped because an agent kept crashing.
 EXIT_AGENT_CRASHES = 3
 #: Exit code of a worker whose stop did not finish in time (see ClaimwatchWorker).
@@ -168,7 +170,13 @@ def run_worker(settings: WorkerSettings) -> None:
     log.info("event loop: %s", loop)
     wired = wire(settings)
     names = TopicNames(settings.prefix)
-    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
+    try:
+        fixed = asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
+    except TopicsRefused as refused:
+        print(f"claimwatch: the worker cannot use its topics:\n{refused}", file=sys.stderr)
+        raise SystemExit(EXIT_TOPICS_REFUSED) from None
+    for line in fixed:
+        log.warning("%s", line)
     logging.getLogger("faust").setLevel(settings.log_level.upper())
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
     worker.stop_timeout_s = settings.stop_timeout_s
