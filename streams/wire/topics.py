@@ -270,6 +270,34 @@ def merged_overrides(overrides: Mapping[str, str], fixes: list[Fix]) -> dict[str
     return {**overrides, **{f.key: f.value for f in fixes}}
 
 
+class MissingTopic(RuntimeError):
+    """A client's topic does not exist: no worker runs with its prefix on that broker."""
+
+
+async def require_topics(bootstrap: str | None, prefix: str, topics: list[str]) -> None:
+    """Raise `MissingTopic` unless every one of `topics` exists on the broker.
+
+    Asked with the admin client's metadata request for every topic, which never creates
+    one: a producer's metadata request for a missing topic makes the broker auto-create it
+    (one partition, CreateTime) where auto-creation is on, and a worker would then adopt
+    that topic. Clients ask this before they produce.
+    """
+    admin = kafka.admin(bootstrap)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    missing = [t for t in topics if t not in existing]
+    if missing:
+        raise MissingTopic(
+            f"topic {missing[0]} does not exist on {bootstrap or kafka.env_bootstrap()}: no "
+            f"worker has run with the topic prefix {prefix!r} there. Start one with that "
+            f"prefix (claimwatch worker --topic-prefix {prefix!r} ...), or give the prefix "
+            "of the running deployment (--topic-prefix, CLAIMWATCH_TOPIC_PREFIX)"
+        )
+
+
 async def ensure_topics(bootstrap: str, names: TopicNames, partitions: int) -> list[str]:
     """Create the deployment's missing topics, then check every one of them.
 
