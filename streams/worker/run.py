@@ -34,6 +34,7 @@ from streams.worker.loop import install_loop
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
+from streams.worker.quiet_logs import quiet_faust_checks
 from streams.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
 from streams.worker.store import FLUSH_EVERY_S, partition_scan
 from streams.worker.verdicts.agents import install_verdicts
@@ -178,6 +179,7 @@ def run_worker(settings: WorkerSettings) -> None:
     for line in fixed:
         log.warning("%s", line)
     logging.getLogger("faust").setLevel(settings.log_level.upper())
+    quiet_faust_checks()  # a rebalance: one line per minute, not a paragraph per partition
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
     worker.stop_timeout_s = settings.stop_timeout_s
     wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))
