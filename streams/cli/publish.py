@@ -20,7 +20,13 @@ from streams.policy.signing_keys import client_key
 from streams.wire import kafka
 from streams.wire.codec import MAX_CLAIM_BYTES
 from streams.wire.kafka import env_bootstrap, env_prefix
-from streams.wire.topics import TopicNames, ensure_topics
+from streams.wire.topics import (
+    MissingTopic,
+    TopicNames,
+    TopicsRefused,
+    ensure_topics,
+    require_topics,
+)
 
 #: How many sends may wait for their acknowledgement before the reader waits for them.
 _IN_FLIGHT = 1000
@@ -81,14 +87,28 @@ async def publish_file(
     partitions: int,
     on_error: Callable[[LineError], None],
     signing_key: bytes | None = None,
+    create_topics: bool = False,
 ) -> PublishResult:
-    """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read."""
+    """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read.
+
+    The claims topic must exist (a worker of `prefix` made it), unless `create_topics`:
+    then the deployment's topics are made as the worker makes them, `partitions` each.
+    """
     names = TopicNames(prefix)
     result = PublishResult(topic=names.claims)
     producer = kafka.producer(bootstrap, linger_ms=5)
     try:
-        await _ensure_claims_topic(bootstrap, names, partitions)
+        if create_topics:
+            await ensure_topics(bootstrap, names, partitions)
+        else:
+            await require_topics(bootstrap, prefix, [names.claims])
         await producer.start()
+    except MissingTopic as exc:
+        await producer.stop()
+        raise PublishFailed(f"{exc}; or pass --create-topics to create them now") from None
+    except TopicsRefused as exc:
+        await producer.stop()
+        raise PublishFailed(str(exc)) from None
     except Exception as exc:
         await producer.stop()
         raise PublishFailed(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
@@ -114,21 +134,6 @@ async def publish_file(
     return result
 
 
-async def _ensure_claims_topic(bootstrap: str, names: TopicNames, partitions: int) -> None:
-    """Create the deployment's topics when the claims topic is missing.
-
-    A claims topic auto-created by the first send would have one partition.
-    """
-    admin = kafka.admin(bootstrap)
-    await admin.start()
-    try:
-        exists = names.claims in set(await admin.list_topics())
-    finally:
-        await admin.close()
-    if not exists:
-        await ensure_topics(bootstrap, names, partitions)
-
-
 async def _settle(pending: list[asyncio.Future[Any]], result: PublishResult) -> None:
     """Wait for the acknowledgements and count them; raise when a delivery failed."""
     outcomes = await asyncio.gather(*pending, return_exceptions=True)
@@ -146,8 +151,15 @@ def publish(
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
     topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
     partitions: Annotated[
-        int, typer.Option(help="partitions of the topics, if publish has to create them")
+        int, typer.Option(help="partitions of the topics, with --create-topics")
     ] = 4,
+    create_topics: Annotated[
+        bool,
+        typer.Option(
+            help="create the deployment's topics when missing (as the worker does), instead"
+            " of refusing: for publishing before the worker first starts"
+        ),
+    ] = False,
     sign_key_env: Annotated[
         str | None, typer.Option(help="sign every claim (HMAC-SHA256) with the key in this env var")
     ] = None,
@@ -178,6 +190,7 @@ def publish(
                     partitions=partitions,
                     on_error=report,
                     signing_key=signing_key,
+                    create_topics=create_topics,
                 )
             )
         except PublishFailed as exc:

@@ -27,7 +27,7 @@ from streams.core.merge import merge
 from streams.wire import kafka
 from streams.wire.codec import dumps, loads
 from streams.wire.kafka import env_prefix
-from streams.wire.topics import TopicNames
+from streams.wire.topics import TopicNames, require_topics
 
 #: Merged publishes tried again after another writer slipped in, before `contention`.
 MAX_RETRIES: Final = 3
@@ -56,6 +56,7 @@ class DocsClient:
         self.web_url = web_url.rstrip("/") if web_url else None
         self.timeout = timeout
         self.max_retries = max_retries
+        self._bootstrap = bootstrap
         self._producer = kafka.producer(bootstrap)
         self._consumer = kafka.consumer(bootstrap, isolation_level="read_uncommitted")
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -63,6 +64,15 @@ class DocsClient:
         self._http: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> DocsClient:
+        """Start; `MissingTopic` (nothing is created) when the document topics are absent."""
+        try:
+            await require_topics(
+                self._bootstrap, self.names.prefix, [self.names.publish, self.names.publish_results]
+            )
+        except BaseException:
+            await self._consumer.stop()
+            await self._producer.stop()
+            raise
         await self._producer.start()
         try:
             await self._consumer.start()

@@ -12,7 +12,7 @@ from schemas.claim import ClaimEnvelope
 from streams.core.signing import signed
 from streams.wire import kafka
 from streams.wire.kafka import env_prefix
-from streams.wire.topics import TopicNames
+from streams.wire.topics import TopicNames, require_topics
 
 
 class InvalidClaim(ValueError):
@@ -58,9 +58,16 @@ class Publisher:
         self.names = TopicNames(prefix if prefix is not None else env_prefix())
         #: when set, every claim is signed with it (the policy's `signing` key of its source)
         self.signing_key = signing_key
+        self._bootstrap = bootstrap
         self._producer = kafka.producer(bootstrap, linger_ms=5, **producer)
 
     async def __aenter__(self) -> Publisher:
+        """Start sending; `MissingTopic` (nothing is created) when the claims topic is absent."""
+        try:
+            await require_topics(self._bootstrap, self.names.prefix, [self.names.claims])
+        except BaseException:
+            await self._producer.stop()  # made but never started: closed all the same
+            raise
         await self._producer.start()
         return self
 

@@ -111,7 +111,7 @@ def state_dir(settings: WorkerSettings) -> Path:
 
 def default_instance_id(settings: WorkerSettings) -> str:
     """The static member id of a worker: host name, web port and app id."""
-    return f"{socket.gethostname()}:{settings.web_port}:{settings.app_id}"
+    return f"{socket.gethostname()}:{settings.web_port}:{settings.app}"
 
 
 def _http_client(connections: int) -> aiohttp.ClientSession:
@@ -126,7 +126,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     register_store()
     register_transport()
     app = faust.App(
-        settings.app_id,
+        settings.app,
         broker=broker_url(settings.bootstrap),
         store=store_url(settings.store),
         datadir=str(state_dir(settings)),
@@ -170,7 +170,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
         if changelog is None:
             changelog = topic(
-                f"{names.prefix}{settings.app_id}.{name.replace('_', '-')}-changelog",
+                f"{names.prefix}{settings.app}.{name.replace('_', '-')}-changelog",
                 compacting=True,
                 internal=True,
             )

@@ -7,11 +7,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from streams.wire.kafka import env_bootstrap, env_prefix
+from streams.wire.kafka import DEFAULT_PREFIX, env_bootstrap, env_prefix
 from streams.worker.loop import DEFAULT_LOOP
 
 #: The store the worker keeps its tables in unless told otherwise (`--store`).
 DEFAULT_STORE: Final = "rocksdb://"
+#: The app id of the default prefix: what every deployment was before ids followed prefixes.
+DEFAULT_APP_ID: Final = "claimwatch"
+
+
+def default_app_id(prefix: str) -> str:
+    """The app id (consumer group, local state, changelog names) of a deployment's prefix.
+
+    One per prefix, so workers of two deployments on one broker never join one group. The
+    default prefix keeps `claimwatch`, so that an existing deployment keeps its committed
+    offsets and its tables' changelog topics; any other prefix `p` gets `claimwatch-p`.
+    """
+    return DEFAULT_APP_ID if prefix == DEFAULT_PREFIX else f"{DEFAULT_APP_ID}-{prefix}"
+
+
 #: Seconds a stop may take before the worker ends at once (`CLAIMWATCH_STOP_TIMEOUT_S`).
 DEFAULT_STOP_TIMEOUT_S: Final = 30.0
 #: Requests one worker lets wait for a decision at once, in all and per fact.
@@ -34,7 +48,8 @@ class WorkerSettings:
         default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_HOST") or "127.0.0.1"
     )
     web_bind: str | None = field(default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_BIND"))
-    app_id: str = "claimwatch"
+    #: the consumer group and local state name; None: `default_app_id` of the prefix
+    app_id: str | None = None
     store: str = DEFAULT_STORE
     data_dir: Path = Path(".cache/worker")
     #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
@@ -98,3 +113,8 @@ class WorkerSettings:
             os.environ.get("CLAIMWATCH_MAX_WAITERS_PER_FACT", str(DEFAULT_MAX_WAITERS_PER_FACT))
         )
     )
+
+    @property
+    def app(self) -> str:
+        """The app id in use: the one given, else the prefix's (see `default_app_id`)."""
+        return self.app_id if self.app_id is not None else default_app_id(self.prefix)

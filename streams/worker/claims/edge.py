@@ -191,6 +191,7 @@ class Runtime:
         if at is None:
             out.events.append("bad_tick")
             return out
+        timestamp_us = self._bounded(timestamp_us, out)
         if timestamp_us is not None and at > timestamp_us - self.lateness_us:
             out.events.append("bad_tick")
             at = timestamp_us - self.lateness_us
@@ -227,6 +228,7 @@ class Runtime:
         "ahead of the clock", while a claim observed far beyond its own arrival still is.
         """
         out = out if out is not None else ClaimsHandled()
+        arrival_us = self._bounded(arrival_us, out)
         proc = self._at(partition, offset, out, arrival_us)
         before = proc.clock_us
         if arrival_us is not None:
@@ -255,6 +257,24 @@ class Runtime:
         """Whether the claim's fact holds this claim (so a decision of it will list it)."""
         state = self.facts.get(claim.fact_key)
         return state is not None and state.seen_hash(claim.claim_id) == content_hash(claim.envelope)
+
+    def _bounded(self, stamp_us: int | None, out: ClaimsHandled) -> int | None:
+        """A record time trusted no further than the wall clock plus `clock_skew`.
+
+        A CreateTime record (written before the worker set its topic to LogAppendTime, or
+        on a topic it could not fix) carries whatever time its writer chose; a later time
+        is taken as the bound and counted `clock_capped`. Without a wall clock (replay)
+        record times are taken as they are: on a LogAppendTime topic the broker stamped
+        them before the worker read them, so the cap fires only when the broker's clock
+        runs ahead of the worker's by more than the skew, and the counter says so.
+        """
+        if stamp_us is None or self.wall_clock_us is None:
+            return stamp_us
+        bound = self.wall_clock_us() + self._max_skew_us
+        if stamp_us <= bound:
+            return stamp_us
+        out.events.append("clock_capped")
+        return bound
 
     def _at(
         self, partition: int, offset: int, out: ClaimsHandled, timestamp_us: int | None = None
