@@ -12,11 +12,11 @@ import pytest
 
 from schemas.policy import Policy
 from streams.audit.resolve_file import read_claims
-from streams.client.publisher import InvalidClaim, validate
+from streams.client.publisher import InvalidClaim, Publisher, validate
 from streams.core.policy import CompiledPolicy
 from streams.core.signing import canonical_bytes, sign, signature_problem, signed, verify
 from streams.policy.loading import load_policy
-from streams.policy.signing_keys import client_key, load_signing_keys
+from streams.policy.signing_keys import client_key, client_kid, load_signing_keys
 from streams.policy.source import PolicyError
 from tests.support.claims import envelope
 
@@ -198,3 +198,20 @@ def test_offline_resolve_refuses_badly_signed_lines_and_keeps_their_id_free() ->
     assert 1 == batch.claims
     (fact,) = batch.facts
     assert good["signature"] == batch.claims_of(fact)[0].envelope["signature"]
+
+
+def test_client_key_refuses_a_short_key_and_kid_checks_its_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A publisher's key needs 32 bytes; `--sign-kid` needs a key and a policy kid's form."""
+    monkeypatch.setenv("CW_PUB_SHORT", "k" * 31)
+    with pytest.raises(ValueError, match="--sign-key-env: the key in environment variable "):
+        client_key("CW_PUB_SHORT", None)
+    assert "2026-12" == client_kid("2026-12", KEY)
+    assert None is client_kid(None, None)
+    with pytest.raises(ValueError, match="give the key too"):
+        client_kid("2026-12", None)
+    with pytest.raises(ValueError, match="is not a key id"):
+        client_kid("two words", KEY)
+    with pytest.raises(ValueError, match="at least 32"):
+        Publisher(signing_key=b"short")
