@@ -118,9 +118,7 @@ def same(spec: dict[str, Any], values: list[Any]) -> bool:
     return all(json.dumps(v, sort_keys=True) == first for v in values[1:])
 
 
-def registry(
-    policy: dict[str, Any], field: dict[str, Any], source: str
-) -> tuple[str, str, bool]:
+def registry(policy: dict[str, Any], field: dict[str, Any], source: str) -> tuple[str, str, bool]:
     """(authority class, lineage, whether the policy names the source) for a field."""
     base = source.split("@", 1)[0]
     entry = policy["sources"].get(source) or policy["sources"].get(base)
