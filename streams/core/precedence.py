@@ -119,4 +119,6 @@ def unregistered_note(carriers: list[str]) -> str:
 
 def unregistered_only(record: Mapping[str, Any]) -> bool:
     """Whether a decision record is a resolution its unregistered sources alone carry."""
-    return record["outcome"] == "resolved" and bool(unregistered_carriers(record["claims"]))
+    if record["outcome"] != "resolved" or record["action"] == "proceed":
+        return False
+    return bool(unregistered_carriers(record["claims"]))
