@@ -16,7 +16,7 @@ import typer
 from streams.audit.resolve_file import LineError
 from streams.cli.common import fail, open_input
 from streams.client.publisher import InvalidClaim, validate
-from streams.policy.signing_keys import client_key
+from streams.policy.signing_keys import client_key, client_kid
 from streams.wire import kafka
 from streams.wire.codec import MAX_CLAIM_BYTES
 from streams.wire.kafka import env_bootstrap, env_prefix
@@ -46,7 +46,11 @@ class PublishResult:
 
 
 def check_line(
-    raw: bytes, source: str, number: int, signing_key: bytes | None = None
+    raw: bytes,
+    source: str,
+    number: int,
+    signing_key: bytes | None = None,
+    signing_kid: str | None = None,
 ) -> tuple[bytes, bytes] | LineError:
     """(key, value) of a valid claim line (signed when given a key), else the error."""
     if len(raw) > MAX_CLAIM_BYTES:
@@ -59,7 +63,7 @@ def check_line(
     if not isinstance(data, dict):
         return LineError(source, number, "claim", f"not a JSON object: {type(data).__name__}")
     try:
-        return validate(data, signing_key)
+        return validate(data, signing_key, signing_kid)
     except InvalidClaim as exc:
         key, _, reason = str(exc).partition(": ")
         claim_id = data.get("claim_id")
@@ -88,6 +92,7 @@ async def publish_file(
     on_error: Callable[[LineError], None],
     signing_key: bytes | None = None,
     create_topics: bool = False,
+    signing_kid: str | None = None,
 ) -> PublishResult:
     """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read.
 
@@ -119,7 +124,7 @@ async def publish_file(
             number += 1
             if not raw.strip():
                 continue
-            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key)
+            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key, signing_kid)
             if isinstance(checked, LineError):
                 result.errors.append(checked)
                 on_error(checked)
@@ -166,10 +171,15 @@ def publish(
     sign_key_file: Annotated[
         str | None, typer.Option(help="sign every claim with the key in this file")
     ] = None,
+    sign_kid: Annotated[
+        str | None,
+        typer.Option(help="the key's id (the policy's `kid`), sent in every claim as `kid`"),
+    ] = None,
 ) -> None:
     """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
     try:
         signing_key = client_key(sign_key_env, sign_key_file)
+        signing_kid = client_kid(sign_kid, signing_key)
     except ValueError as exc:
         fail(str(exc), 2)
 
@@ -191,6 +201,7 @@ def publish(
                     on_error=report,
                     signing_key=signing_key,
                     create_topics=create_topics,
+                    signing_kid=signing_kid,
                 )
             )
         except PublishFailed as exc:

@@ -63,9 +63,12 @@ class Client:
         prefix: str | None = None,
         *,
         signing_key: bytes | None = None,
+        signing_kid: str | None = None,
         **producer: Any,
     ) -> None:
-        self.publisher = Publisher(bootstrap, prefix, signing_key=signing_key, **producer)
+        self.publisher = Publisher(
+            bootstrap, prefix, signing_key=signing_key, signing_kid=signing_kid, **producer
+        )
         self.pages = FactPages(worker_url)
 
     async def __aenter__(self) -> Client:
@@ -90,7 +93,8 @@ class Client:
         turned a request away (429), `DecisionTimeout` when some fact is not decided in
         `timeout` seconds.
         """
-        records = [validate(claim, self.publisher.signing_key) for claim in claims]
+        publisher = self.publisher
+        records = [validate(c, publisher.signing_key, publisher.signing_kid) for c in claims]
         facts: dict[str, tuple[str, str, list[str]]] = {}
         for _key, value in records:
             sent = orjson.loads(value)

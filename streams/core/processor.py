@@ -20,6 +20,7 @@ from streams.core.contract import check
 from streams.core.freshness import stale_at
 from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
+from streams.core.precedence import UNREGISTERED_ONLY, unregistered_only
 from streams.core.resolve import resolve, resolve_entries
 from streams.core.state import FactState, content_hash
 
@@ -285,6 +286,8 @@ class PartitionProcessor:
                     self.policy, state.track, record, state.last_outcome, at_us, resolved
                 )
             out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
+            if unregistered_only(record):
+                out.events.append(UNREGISTERED_ONLY)
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
             state.decided_offset, state.decided_at = self.position, at_us
         expiry = _next_expiry(state.claims, rule, at_us)

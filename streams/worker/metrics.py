@@ -237,6 +237,7 @@ def dlq_reason_label(reason: str) -> str:
         ("contract", "observed_at"),
         ("contract", "status"),
         ("contract", "contract_version"),
+        ("contract", "is not in policy"),
     ):
         if needle in lowered:
             return label

@@ -205,6 +205,8 @@ async def test_claimwatch_ask_prints_the_covering_decision_or_says_what_is_missi
     assert 1 == unknown.returncode and unknown.stderr.startswith("claimwatch: no decision for ")
 
 
+#: the signing key of SIGNED_POLICY's ledger (at least 32 bytes, as every policy key)
+DECIDE_KEY = b"decide-key-of-at-least-32-bytes!"
 SIGNED_POLICY = """\
 policy_version: decide-signed-1
 defaults: {settle: 0s}
@@ -221,12 +223,12 @@ async def test_decide_signs_the_claims_when_given_the_sources_key(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A source that must sign: signed claims are decided, an unsigned one refused at once."""
-    monkeypatch.setenv("CW_IT_DECIDE_KEY", "decide-key")  # the worker inherits it
+    monkeypatch.setenv("CW_IT_DECIDE_KEY", DECIDE_KEY.decode())  # the worker inherits it
     worker = await workers.launch(write_policy(tmp_path, SIGNED_POLICY))
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     subject = unique("invoice:signed")
     url, prefix = worker.url, worker.prefix
-    async with Client(url, kafka_bootstrap, prefix, signing_key=b"decide-key") as client:
+    async with Client(url, kafka_bootstrap, prefix, signing_key=DECIDE_KEY) as client:
         decided = await client.decide([_claim("s-1", "ledger", "paid", subject)], timeout=30)
     async with Client(url, kafka_bootstrap, prefix) as client:
         started = time.monotonic()
