@@ -111,11 +111,12 @@ class DocsClient:
         """Publish `body` as the version after `expected_version` (0: a new document).
 
         Returns the store's result (`status` ok or conflict; rejected or error with a
-        `reason`: a body past the size limit, a request the worker failed on). With ``on_conflict="merge"`` a
-        conflict is merged with the latest version: clean -> republished (``merged: true``,
-        ``base_version``, ``their_version``); overlapping -> ``status: conflict``,
-        ``mergeable: false`` and the body with git-style markers, nothing published; still
-        conflicting after `max_retries` merged publishes -> ``reason: contention``.
+        `reason`: a body past the size limit, a request the worker failed on). With
+        ``on_conflict="merge"`` a conflict is merged with the latest version: clean ->
+        republished (``merged: true``, ``base_version``, ``their_version``); overlapping ->
+        ``status: conflict``, ``mergeable: false`` and the body with git-style markers,
+        nothing published; still conflicting after `max_retries` merged publishes ->
+        ``reason: contention``.
         """
         if on_conflict not in ("fail", "merge"):
             raise ValueError(f"on_conflict: {on_conflict!r} is not one of fail, merge")
@@ -124,7 +125,7 @@ class DocsClient:
         request = {"path": path, "body": body, "expected_version": expected_version}
         result = await self.send({**request, "op": "publish"})
         if result["status"] != "conflict" or on_conflict == "fail":
-            return result  # ok, a conflict to report, or rejected/error with a reason
+            return result  # ok, a conflict to report, or rejected/error (with a reason)
         return await merge_and_publish(
             self.send, self.fetch, path, body, expected_version, result, self.max_retries
         )
@@ -181,8 +182,10 @@ class DocsClient:
             raise
 
     async def fetch(self, path: str, version: int | None = None) -> dict[str, Any] | None:
-        """A worker's ``GET /docs/{path}[/v/{n}]`` page (None: 404, or 410 for a version
-        dropped beyond the versions a document keeps); 503s are waited out."""
+        """A worker's ``GET /docs/{path}[/v/{n}]`` page; 503s are waited out.
+
+        None for 404, and for 410 (a version dropped beyond the versions a document keeps).
+        """
         if self.web_url is None or self._http is None:
             raise DocsError("fetching documents needs web_url and `async with`")
         url = f"{self.web_url}/docs/{quote(path, safe='/')}"

@@ -111,12 +111,11 @@ def decide(
             )
     attacks = attacks_from_rules(arguments, rules)
     framework = Framework.build(ids, [(a.attacker, a.attacked) for a in attacks])
+    limited: str | None = None
     try:
         found = extensions(framework, kind, bounds)
     except SearchLimit as exc:
         found, limited = [], f"{exc} (the bound of one verdict); escalate"
-    else:
-        limited = None
     common = set(found[0]).intersection(*found[1:]) if found else set()
     named = [framework.named(ext) for ext in found]
     labels = {

@@ -156,10 +156,10 @@ class DocsEdge:
             number = int(head["version"])
             versions: tuple[Version, ...] = ()
             if number:
-                current = self.version(path, number)
-                if current is None:
+                raw = self.table.get(version_key(path, number))
+                if raw is None:
                     raise LookupError(f"document {path!r}: version {number} missing from the table")
-                versions = (current,)
+                versions = (Version.from_obj(loads(raw)),)
             # heads written before answers were indexed remember conflicts only
             pairs = head.get("answers", head.get("conflicts", ()))
             answers = {str(rid): dict(response) for rid, response in pairs}
@@ -177,8 +177,7 @@ class DocsEdge:
         try:
             if len(value) > self.max_request_bytes:
                 raise RequestError(
-                    f"message of {len(value)} bytes exceeds the {self.max_request_bytes}-byte "
-                    "limit"
+                    f"message of {len(value)} bytes exceeds the {self.max_request_bytes}-byte limit"
                 )
             try:
                 data = orjson.loads(value)

@@ -189,8 +189,10 @@ class VerdictsEdge:
             out.events.append("verdict_decided")
             body = self._bounded_record(runner, record, out)
             out.decisions.append(body)
-            rid = str(record["request_id"]).encode()
-            out.sends.append(Outgoing(self.names.verdicts_decisions, rid, dumps(body), partition))
+            key_of = str(record["request_id"]).encode()
+            out.sends.append(
+                Outgoing(self.names.verdicts_decisions, key_of, dumps(body), partition)
+            )
         return out
 
     def _tick(
