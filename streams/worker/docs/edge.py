@@ -63,6 +63,10 @@ class DocsHandled(Handled):
     quarantined: int = 0
 
 
+class Unreadable(ValueError):
+    """A document's stored values do not decode (a forged or corrupted table record)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Gone:
     """A version that existed and was dropped (beyond the versions a document keeps)."""
@@ -81,8 +85,9 @@ class DocsEdge:
     its first position when it had none, so a redelivery of the original record is still
     applied once). Whatever raises while one document is loaded, changed or stored is
     confined to it: the request is answered `error` with `internal_error: <type>:
-    <message>`, the document's cached state is dropped (its stored state too when it
-    cannot be read), and the next record goes on.
+    <message>`, the document's cached state is dropped (its stored head too when its
+    stored values do not decode, so it does not fail every later request), and the next
+    record goes on. A failure of the table itself drops nothing stored.
     """
 
     def __init__(
@@ -143,27 +148,32 @@ class DocsEdge:
     def state(self, path: str) -> tuple[DocState, int]:
         """What applying a request needs of a document, and its oldest version kept.
 
-        Only the head and the current version are read (cached), never the history.
+        Only the head and the current version are read (cached), never the history. A
+        stored value that does not decode raises `Unreadable`.
         """
         cached = self._cache.get(path)
         if cached is not None:
             self._cache.move_to_end(path)
             return cached
-        head = self.head(path)
-        if head is None:
-            found: tuple[DocState, int] = (DocState(path), 1)
-        else:
-            number = int(head["version"])
-            versions: tuple[Version, ...] = ()
-            if number:
-                raw = self.table.get(version_key(path, number))
-                if raw is None:
-                    raise LookupError(f"document {path!r}: version {number} missing from the table")
-                versions = (Version.from_obj(loads(raw)),)
-            # heads written before answers were indexed remember conflicts only
-            pairs = head.get("answers", head.get("conflicts", ()))
-            answers = {str(rid): dict(response) for rid, response in pairs}
-            found = (DocState(path, versions, answers), int(head.get("first", 1)))
+        raw_head = self.table.get(head_key(path))
+        found: tuple[DocState, int] = (DocState(path), 1)
+        if raw_head is not None:
+            try:
+                head = dict(loads(raw_head))
+                number = int(head["version"])
+            except Exception as exc:
+                raise Unreadable(f"head of {path!r}: {type(exc).__name__}: {exc}") from exc
+            raw = self.table.get(version_key(path, number)) if number else None
+            try:
+                versions = (Version.from_obj(loads(raw)),) if raw is not None else ()
+                if number and raw is None:
+                    raise LookupError(f"version {number} missing from the table")
+                # heads written before answers were indexed remember conflicts only
+                pairs = head.get("answers", head.get("conflicts")) or ()
+                answers = {str(rid): dict(response) for rid, response in pairs}
+                found = (DocState(path, versions, answers), int(head.get("first", 1)))
+            except Exception as exc:
+                raise Unreadable(f"document {path!r}: {type(exc).__name__}: {exc}") from exc
         self._remember(path, found)
         return found
 
@@ -208,7 +218,7 @@ class DocsEdge:
     ) -> dict[str, Any]:
         """Apply one request to its document and store the change; confined when it raises."""
         path = request.path
-        stage = "loading"
+        stage = "reading"
         try:
             before, first = self.state(path)
             stage = "changing"
@@ -218,6 +228,8 @@ class DocsEdge:
                 return response
             stage = "storing"
             self._store(before, first, after, partition)
+        except Unreadable as exc:
+            return self._quarantine(path, request_id, partition, "decoding", exc, out)
         except Exception as exc:
             return self._quarantine(path, request_id, partition, stage, exc, out)
         out.events.append("doc_" + str(response["status"]))
@@ -240,13 +252,13 @@ class DocsEdge:
             path,
             self.names.publish,
             partition,
-            "stored" if stage == "loading" else "cached",
+            "stored" if stage == "decoding" else "cached",
             exc_info=exc,
         )
         out.events.append("doc_quarantined")
         out.quarantined += 1
         self._cache.pop(path, None)
-        if stage == "loading":  # unreadable as stored: it would fail every request again
+        if stage == "decoding":  # unreadable as stored: it would fail every request again
             self.table.pop(head_key(path), None)
         return {
             "status": "error",

@@ -122,7 +122,7 @@ def test_an_unreadable_document_is_answered_error_then_starts_afresh() -> None:
     table = {head_key(PATH): b'{"version": "many"}'}
     edge = DocsEdge(NAMES, PARTITIONS, table)
     first = _result(edge.handle(HOME, 0, PATH.encode(), _value("a", 0)))
-    assert ("error", "internal_error: ValueError") == (
+    assert ("error", "internal_error: Unreadable") == (
         first["status"],
         ":".join(str(first["reason"]).split(":")[:2]),
     )
