@@ -82,7 +82,9 @@ async def test_documents_at_and_past_every_bound(
     # a record past the request limit: dead-lettered, the worker goes on
     await publish_raw(kafka_bootstrap, worker.names.publish, [(path.encode(), b"{" * 300_000)])
     async with DocsClient(kafka_bootstrap, worker.prefix, worker.url, timeout=60.0) as docs:
+        too_big = await docs.publish(other, "y" * 300_000, 1)
         assert "ok" == (await docs.publish(path, "v6\n", 5))["status"]
+    assert "rejected" == too_big["status"] and "exceeds the 266240-byte" in too_big["reason"]
     assert worker.alive and 200 == await worker.health()
 
 

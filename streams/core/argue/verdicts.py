@@ -254,13 +254,13 @@ class VerdictRunner:
         skew = self.processor.config.clock_skew_us
         allowed = format_duration(skew)
         if self.clock_us is not None and observed_us - self.clock_us > skew:
-            ahead = format_duration(observed_us - self.clock_us)
+            ahead = _whole_seconds(observed_us - self.clock_us)
             return (
                 f"ahead_of_clock: observed {ahead} ahead of the verdicts partition clock "
                 f"(allowed skew {allowed})"
             )
         if ceiling_us is not None and observed_us > ceiling_us:
-            ahead = format_duration(observed_us - ceiling_us + skew)
+            ahead = _whole_seconds(observed_us - ceiling_us + skew)
             return (
                 f"ahead_of_clock: observed {ahead} ahead of the wall clock (allowed skew {allowed})"
             )
@@ -293,3 +293,8 @@ class VerdictRunner:
             return
         self.requests[rid] = state
         heapq.heappush(self._due, (self.processor.next_due(state), rid))
+
+
+def _whole_seconds(us: int) -> str:
+    """A distance for humans: whole seconds (rounded down) once it is a second or more."""
+    return format_duration(us - us % 1_000_000 if us >= 1_000_000 else us)

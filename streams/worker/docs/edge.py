@@ -40,6 +40,9 @@ HEAD_PREFIX: Final = b"d/"
 VERSION_PREFIX: Final = b"v/"
 #: Room a request's envelope (path, ids, keys) takes besides its body.
 ENVELOPE_BYTES: Final = 4096
+#: Largest request past the limit still read to answer its sender `rejected` (larger ones,
+#: which the broker's default message limit refuses anyway, are dead-lettered only).
+MAX_ANSWERED_BYTES: Final = 2 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -185,14 +188,18 @@ class DocsEdge:
         origin = (self.names.publish, partition, offset)
         data: object = None
         try:
-            if len(value) > self.max_request_bytes:
+            too_large = len(value) > self.max_request_bytes
+            if not too_large or len(value) <= MAX_ANSWERED_BYTES:
+                try:  # a request past the limit is still read, to answer its sender
+                    data = orjson.loads(value)
+                except orjson.JSONDecodeError as exc:
+                    if not too_large:
+                        raise RequestError(f"not JSON: {exc}") from None
+            if too_large:
                 raise RequestError(
-                    f"message of {len(value)} bytes exceeds the {self.max_request_bytes}-byte limit"
+                    f"message of {len(value)} bytes exceeds the {self.max_request_bytes}-byte "
+                    "limit (CLAIMWATCH_DOC_MAX_BODY_BYTES plus 4096)"
                 )
-            try:
-                data = orjson.loads(value)
-            except orjson.JSONDecodeError as exc:
-                raise RequestError(f"not JSON: {exc}") from None
             request = validate(data)
         except RequestError as exc:
             out.events.append("doc_dead_letter")

@@ -209,7 +209,7 @@ def test_a_signal_ten_years_ahead_is_refused_and_later_requests_are_decided() ->
     """
     runner = VerdictRunner(_config())
     runner.on_signal(_signal(BASELINE, T0, "genuine-0"))
-    out = runner.on_signal(_signal(PII, T0 + 10 * YEAR, "forged"))
+    out = runner.on_signal(_signal(PII, T0 + 10 * YEAR + 931_034, "forged"))
     assert ([], T0) == (out, runner.clock_us)
     runner.on_signal(_signal(BASELINE, T0 + SECOND, "genuine-1"))
     out = runner.on_clock(T0 + 20 * SECOND)

@@ -136,3 +136,18 @@ def test_a_redelivered_request_is_answered_from_the_bounded_index() -> None:
     first = _result(DocsEdge(NAMES, PARTITIONS, table).handle(HOME, 0, PATH.encode(), raw))
     again = DocsEdge(NAMES, PARTITIONS, table).handle(HOME, 0, PATH.encode(), raw)
     assert (first, ["doc_duplicate"]) == (_result(again), again.events)
+
+
+def test_a_publish_past_the_request_limit_is_answered_rejected() -> None:
+    """A body over the limit makes the record too large: dead-lettered, and answered too."""
+    edge = DocsEdge(NAMES, PARTITIONS, {})
+    raw = orjson.dumps(
+        {"path": PATH, "body": "x" * 300_000, "expected_version": 0, "request_id": "big"}
+    )
+    out = edge.handle(HOME, 0, PATH.encode(), raw)
+    assert [NAMES.dlq, NAMES.publish_results] == [o.topic for o in out.sends]
+    result = _result(out)
+    assert ("rejected", "big") == (result["status"], result["request_id"])
+    assert "exceeds the 266240-byte limit (CLAIMWATCH_DOC_MAX_BODY_BYTES plus 4096)" in str(
+        result["reason"]
+    )
