@@ -15,7 +15,7 @@ from typing import Any
 
 from faust import Worker
 
-from streams.core.argue.verdicts import VerdictConfig
+from streams.core.argue.verdicts import VerdictConfig, VerdictLimits
 from streams.policy.loading import load_policy
 from streams.wire.topics import TopicNames, TopicsRefused, ensure_topics
 from streams.worker import collector
@@ -132,8 +132,14 @@ def wire(settings: WorkerSettings) -> Wired:
         wall_clock_us=lambda: int(time.time() * 1_000_000),
     )
     alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
+    limits = VerdictLimits(settings.verdict_max_signals, settings.verdict_max_request_bytes)
     edge = VerdictsEdge(
-        VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
+        VerdictConfig.from_policy(policy.policy, limits),
+        names,
+        settings.partitions,
+        pipe.verdicts_table,
+        lateness_us=int(settings.lateness_s * 1_000_000),
+        wall_clock_us=lambda: int(time.time() * 1_000_000),
     )
     metrics = Metrics(policy)
     budget = CrashBudget()
@@ -159,7 +165,14 @@ def wire(settings: WorkerSettings) -> Wired:
     install_store_flush(pipe.app, FLUSH_EVERY_S)
     install_alerts(pipe, alerting, metrics, supervise)
     install_verdicts(pipe, edge, metrics, supervise)
-    install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)
+    docs = DocsEdge(
+        names,
+        settings.partitions,
+        pipe.docs,
+        max_versions=settings.doc_max_versions,
+        max_body_bytes=settings.doc_max_body_bytes,
+    )
+    install_docs(pipe, docs, metrics, supervise)
     install_health(pipe, metrics, budget, broker)
     return Wired(pipe, budget, stops.append)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -31,6 +32,21 @@ DEFAULT_STOP_TIMEOUT_S: Final = 30.0
 #: Requests one worker lets wait for a decision at once, in all and per fact.
 DEFAULT_MAX_WAITERS: Final = 1024
 DEFAULT_MAX_WAITERS_PER_FACT: Final = 64
+
+
+def env_bound(name: str, default: int, low: int, high: int) -> int:
+    """A whole number from the environment variable `name` (else `default`), in low..high.
+
+    Anything else ends the process with exit code 2 and a message naming the variable.
+    """
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    text = raw.strip()
+    if len(text) <= 12 and text.isascii() and text.isdigit() and low <= int(text) <= high:
+        return int(text)
+    sys.stderr.write(f"claimwatch: {name}={raw[:40]!r}: give a whole number in {low}..{high}\n")
+    raise SystemExit(2)
 
 
 @dataclass(slots=True)
@@ -86,6 +102,26 @@ class WorkerSettings:
     #: streams.worker.collector); 0 keeps Python's own collector policy
     gc_full_every_s: float = field(
         default_factory=lambda: float(os.environ.get("CLAIMWATCH_GC_FULL_EVERY_S", "300"))
+    )
+    #: versions a document keeps (the oldest beyond are dropped; their pages answer 410)
+    doc_max_versions: int = field(
+        default_factory=lambda: env_bound("CLAIMWATCH_DOC_MAX_VERSIONS", 100, 1, 100_000)
+    )
+    #: largest document body (bytes of its stored JSON form); a larger one is rejected
+    doc_max_body_bytes: int = field(
+        default_factory=lambda: env_bound(
+            "CLAIMWATCH_DOC_MAX_BODY_BYTES", 256 * 1024, 1024, 512 * 1024
+        )
+    )
+    #: signals one verdict request may hold; one more decides it undecided at once
+    verdict_max_signals: int = field(
+        default_factory=lambda: env_bound("CLAIMWATCH_VERDICT_MAX_SIGNALS", 16, 1, 32)
+    )
+    #: bytes the signals of one verdict request may take; beyond, decided undecided at once
+    verdict_max_request_bytes: int = field(
+        default_factory=lambda: env_bound(
+            "CLAIMWATCH_VERDICT_MAX_REQUEST_BYTES", 256 * 1024, 1024, 512 * 1024
+        )
     )
     #: the event loop (streams.worker.loop): uvloop, or asyncio (`CLAIMWATCH_LOOP`)
     loop: str = field(default_factory=lambda: os.environ.get("CLAIMWATCH_LOOP", DEFAULT_LOOP))
