@@ -101,6 +101,21 @@ class Metrics:
             ["topic", "partition"],
             registry=r,
         )
+        self.quarantined = Counter(
+            "claimwatch_quarantined_total",
+            "Keys of a feature (a plan, a fact's plan state, a detector's field) whose "
+            "handling raised or outgrew its bound: answered or reset, the rest went on",
+            ["feature"],
+            registry=r,
+        )
+        self.producer_errors = Counter(
+            "claimwatch_producer_errors_total",
+            "Records the producer refused (too large, ...): dropped and logged, not sent",
+            ["topic"],
+            registry=r,
+        )
+        for feature in ("plans", "alerts"):
+            self.quarantined.labels(feature)
         self._firing: dict[str, str] = {}
         self._initialize(policy)
 
