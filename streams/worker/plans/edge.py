@@ -445,7 +445,7 @@ class PlansEdge:
             current = _view_of(self.resolutions.get(wanted)) if op == "add" else None
             new, notices = on_interest(state, fact, op, plan_id, current)
             out.events.append("plan_interest")
-            self._store_fact(wanted, new)
+            self._store_fact(wanted, new, raw)
         except Exception as exc:
             self._quarantine_fact(wanted, exc, out, plan_id if op == "add" else None)
             return
@@ -453,14 +453,23 @@ class PlansEdge:
             out.events.append("plan_interest_refused")
         self._notices(notices, out)
 
-    def _store_fact(self, key: bytes, state: FactInterest | None) -> None:
-        """Write (or delete, when no plan reads it) one fact's state."""
+    def _store_fact(
+        self, key: bytes, state: FactInterest | None, held: bytes | None = None
+    ) -> None:
+        """Write (or delete, when no plan reads it) one fact's state; unchanged: no write.
+
+        `held` is the stored state it was made from: a repeated or refused request, or
+        a drop of a plan that was never registered, changes nothing and writes nothing
+        (a fact read by many plans has a state of about 130 kB).
+        """
         if state is None:
             self.facts_table.pop(key, None)
             if self._read is not None:
                 self._read.discard(key)
         else:
-            self.facts_table[key] = dumps(state.to_obj())
+            body = dumps(state.to_obj())
+            if body != held:
+                self.facts_table[key] = body
             if self._read is not None:
                 self._read.add(key)
 
