@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-StepState = Literal["runnable", "blocked", "waiting"]
+StepState = Literal["runnable", "blocked", "waiting", "rejected"]
 
 #: Bounds of one plan (a bigger plan is refused and sent to the dead-letter topic).
 MAX_STEPS = 256
@@ -92,3 +92,8 @@ class StepStatusRecord(BaseModel):
     blocking: list[str] = Field(description="ids of the decisions that block the step")
     waiting: list[str] = Field(description="facts the step reads that have no decision yet")
     facts: list[FactDecision]
+    reason: str | None = Field(
+        default=None,
+        description="why the step is `rejected`: its plan was refused (past a bound, or its "
+        "handling failed: `internal_error: <type>: <message>`); a rejected step never runs",
+    )

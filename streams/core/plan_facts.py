@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from streams.core.plain import Plain, fields_of
-from streams.core.plans import DecisionView
+from streams.core.plans import MAX_FACT_CHARS, DecisionView
 
 InterestOp = Literal["add", "drop"]
+
+#: Plans that may read one fact: its state (their ids, at most 128 characters each) stays
+#: far below the producer's 1 MB limit, and one decision costs at most this many notices.
+#: A plan asking past it is refused (`Notice.refused`), and answered `rejected`.
+MAX_PLANS_PER_FACT = 1000
 
 
 @dataclass(slots=True)
@@ -42,14 +47,83 @@ class Notice(Plain):
     plan_id: str
     fact: str
     decision: DecisionView | None
+    #: why the plan may not read the fact (None: it may); the plan is then rejected
+    refused: str | None = None
 
-    @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> Notice:
-        """The notice back from `to_obj` output; KeyError/TypeError/ValueError when malformed."""
-        plan_id, fact, decision = obj["plan_id"], obj["fact"], obj["decision"]
-        if not isinstance(plan_id, str) or not isinstance(fact, str):
-            raise TypeError("`plan_id` and `fact` must be strings")
-        return cls(plan_id, fact, DecisionView.from_obj(decision) if decision else None)
+    def to_obj(self) -> dict[str, Any]:
+        """The `plans.updates` record (`refused` only when set)."""
+        obj = fields_of(self)
+        if self.refused is None:
+            del obj["refused"]
+        return obj
+
+
+#: Longest plan id (as the plan schema allows), decision id, outcome or action, and reason.
+MAX_ID_CHARS = 128
+MAX_WORD_CHARS = 32
+MAX_REASON_CHARS = 512
+
+
+class InternalRecordError(ValueError):
+    """A record of `plans.interest` or `plans.updates` that does not validate.
+
+    Anyone who can write those topics can send one, so they are checked as public ones.
+    """
+
+
+def _text(obj: Mapping[str, Any], name: str, most: int, *, empty: bool = False) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str) or (not value and not empty):
+        raise InternalRecordError(f"`{name}` must be a non-empty string")
+    if len(value) > most:
+        raise InternalRecordError(f"`{name}` has {len(value)} characters, over {most}")
+    return value
+
+
+def _fact(obj: Mapping[str, Any]) -> str:
+    fact = _text(obj, "fact", MAX_FACT_CHARS)
+    subject, bar, field_name = fact.rpartition("|")
+    if not bar or not subject or not field_name:
+        raise InternalRecordError("`fact` is not `subject|field`")
+    return fact
+
+
+def _view(obj: Any) -> DecisionView | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise InternalRecordError("`decision` must be an object or null")
+    decided = obj.get("decided_us")
+    if decided is not None and (type(decided) is not int or not 0 <= decided < 2**63):
+        raise InternalRecordError("`decision.decided_us` must be a whole number or null")
+    return DecisionView(
+        _text(obj, "decision_id", MAX_ID_CHARS),
+        _text(obj, "outcome", MAX_WORD_CHARS),
+        _text(obj, "action", MAX_WORD_CHARS),
+        decided,
+    )
+
+
+def notice_of(obj: Any) -> Notice:
+    """A `plans.updates` record, validated; InternalRecordError says why it is not one."""
+    if not isinstance(obj, dict):
+        raise InternalRecordError("not a JSON object")
+    refused = obj.get("refused")
+    if refused is not None:
+        refused = _text(obj, "refused", MAX_REASON_CHARS)
+    return Notice(
+        _text(obj, "plan_id", MAX_ID_CHARS), _fact(obj), _view(obj.get("decision")), refused
+    )
+
+
+def interest_of(obj: Any) -> tuple[InterestOp, str, str]:
+    """A `plans.interest` record (op, plan id, fact), validated (InternalRecordError)."""
+    if not isinstance(obj, dict):
+        raise InternalRecordError("not a JSON object")
+    op = obj.get("op")
+    if op not in ("add", "drop"):
+        raise InternalRecordError("`op` must be add or drop")
+    return ("add" if op == "add" else "drop"), _text(obj, "plan_id", MAX_ID_CHARS), _fact(obj)
 
 
 def on_interest(
@@ -74,6 +148,11 @@ def on_interest(
     state = state if state is not None else FactInterest()
     if current is not None and current.newer_than(state.view):
         state.view = current
+    if plan_id not in state.plans and len(state.plans) >= MAX_PLANS_PER_FACT:
+        reason = (
+            f"plan_limit: {len(state.plans)} plans read this fact, at most {MAX_PLANS_PER_FACT}"
+        )
+        return state, [Notice(plan_id, fact, None, reason)]
     state.plans.add(plan_id)
     return state, [Notice(plan_id, fact, state.view)]
 

@@ -32,7 +32,12 @@ from typing import Any, Literal
 from streams.core.plain import Plain
 from streams.core.timeutil import TimestampError, parse_rfc3339
 
-StepState = Literal["runnable", "blocked", "waiting"]
+StepState = Literal["runnable", "blocked", "waiting", "rejected"]
+#: Bounds of one plan beyond the schema's (steps, reads per step): what it stores and the
+#: work one of its decisions costs stay bounded. A plan past them is answered `rejected`.
+MAX_PLAN_FACTS = 512
+MAX_PLAN_READS = 2048
+MAX_FACT_CHARS = 512
 #: Actions that let a step run: an irreversible one only on `proceed`.
 IRREVERSIBLE_OK = frozenset({"proceed"})
 REVERSIBLE_OK = frozenset({"proceed", "degrade"})
@@ -72,6 +77,19 @@ class Plan(Plain):
     def facts(self) -> tuple[str, ...]:
         """Every fact key some step reads, sorted."""
         return tuple(sorted({key for step in self.steps for key in step.reads}))
+
+    def bound_problem(self) -> str | None:
+        """Why the plan is past the bounds of one plan (None when it is within them)."""
+        reads = sum(len(step.reads) for step in self.steps)
+        if reads > MAX_PLAN_READS:
+            return f"plan_too_large: its steps read {reads} fact keys, over {MAX_PLAN_READS}"
+        facts = len({key for step in self.steps for key in step.reads})
+        if facts > MAX_PLAN_FACTS:
+            return f"plan_too_large: it reads {facts} distinct facts, over {MAX_PLAN_FACTS}"
+        longest = max((len(k) for s in self.steps for k in s.reads), default=0)
+        if longest > MAX_FACT_CHARS:
+            return f"plan_too_large: a fact key has {longest} characters, over {MAX_FACT_CHARS}"
+        return None
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Plan:
@@ -132,6 +150,8 @@ class StepStatus:
     blocking: tuple[str, ...]
     waiting: tuple[str, ...]
     facts: tuple[tuple[str, DecisionView | None], ...]
+    #: why the step is `rejected` (its plan was refused); None for the other statuses
+    reason: str | None = None
 
     @property
     def signature(self) -> tuple[str, tuple[str, ...]]:
@@ -140,6 +160,7 @@ class StepStatus:
 
     def to_record(self) -> dict[str, Any]:
         """The `plans.steps` record (schemas/plan.py StepStatusRecord)."""
+        extra = {"reason": self.reason} if self.reason is not None else {}
         return {
             "plan_id": self.plan_id,
             "step_id": self.step_id,
@@ -158,7 +179,7 @@ class StepStatus:
                 }
                 for key, view in self.facts
             ],
-        }
+        } | extra
 
 
 def evaluate(plan_id: str, step: Step, views: Mapping[str, DecisionView | None]) -> StepStatus:
@@ -172,6 +193,14 @@ def evaluate(plan_id: str, step: Step, views: Mapping[str, DecisionView | None])
     return StepStatus(
         plan_id, step.step_id, status, step.irreversible, step.reads, blocking, waiting, seen
     )
+
+
+def rejected(plan: Plan, reason: str) -> list[StepStatus]:
+    """Every step of a refused plan, `rejected` with `reason` (a rejected step never runs)."""
+    return [
+        StepStatus(plan.plan_id, s.step_id, "rejected", s.irreversible, s.reads, (), (), (), reason)
+        for s in plan.steps
+    ]
 
 
 def step_status(

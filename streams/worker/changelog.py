@@ -19,15 +19,25 @@ what makes the buffer safe and drops the rest:
 - every change of one table goes by one path, in the order made: a write queued here is
   never overtaken by an older one still in Faust's buffer. Under exactly-once
   (`in_transaction`) the writes go through Faust's table, whose records join the
-  partition's transaction.
+  partition's transaction;
+- a change the producer refuses (a value over its 1 MB request limit) is reported through
+  the app's producer guard (`streams.worker.producer_guard`: logged, counted, noted on the
+  DLQ) and the next change is sent: it never leaves `send_changes`, so it never fails
+  the record being handled nor loses the changes queued after it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any, Protocol
 
 from faust import current_event
+
+from streams.worker.producer_guard import guard_of
+
+log = logging.getLogger(__name__)
 
 #: A record's delivery future (resolves to its RecordMetadata).
 Delivery = Any
@@ -110,9 +120,25 @@ class DirectTable(MutableMapping[bytes, bytes]):
             return
         changes, self._changes = self._changes, []
         for key, value, partition in changes:
-            delivery = await producer.send(self.topic, key, value, partition, None, None)
+            try:
+                delivery = await producer.send(self.topic, key, value, partition, None, None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                await self._refused(key, value, partition, exc)
+                continue
             delivery.add_done_callback(self._persist)
             await admit(delivery)
+
+    async def _refused(
+        self, key: bytes, value: bytes | None, partition: int, exc: Exception
+    ) -> None:
+        """A change the producer refused: reported, and the next one goes on."""
+        guard = guard_of(getattr(self.table, "app", None))
+        if guard is not None:
+            await guard.refused(self.topic, key, value, partition, exc)
+        else:
+            log.error("the changelog record of %r was refused: %r; it is dropped", key[:80], exc)
 
     def persist_acked(self) -> None:
         """Record in the store the highest acknowledged offset of each partition."""

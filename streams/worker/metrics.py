@@ -95,21 +95,28 @@ class Metrics:
             ["agent"],
             registry=r,
         )
-        self.quarantined = Counter(
-            "claimwatch_quarantined_total",
-            "Items set aside because handling them raised (a verdict request, a document), "
-            "each answered with an internal_error, by feature",
-            ["feature"],
-            registry=r,
-        )
-        for feature in ("verdicts", "documents"):
-            self.quarantined.labels(feature)
         self.consumer_lag = Gauge(
             "claimwatch_consumer_lag_records",
             "Records not yet committed by this worker: end offset minus committed offset",
             ["topic", "partition"],
             registry=r,
         )
+        self.quarantined = Counter(
+            "claimwatch_quarantined_total",
+            "Keys of a feature (a verdict request, a document, a plan, a fact's plan state, "
+            "a detector's field) whose handling raised or outgrew its bound: answered or "
+            "reset, the rest of the partition went on",
+            ["feature"],
+            registry=r,
+        )
+        self.producer_errors = Counter(
+            "claimwatch_producer_errors_total",
+            "Records the producer refused (too large, ...): dropped and logged, not sent",
+            ["topic"],
+            registry=r,
+        )
+        for feature in ("verdicts", "documents", "plans", "alerts"):
+            self.quarantined.labels(feature)
         self._firing: dict[str, str] = {}
         self._initialize(policy)
 

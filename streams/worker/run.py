@@ -34,6 +34,7 @@ from streams.worker.loop import install_loop
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
+from streams.worker.producer_guard import install_producer_guard
 from streams.worker.quiet_logs import quiet_faust_checks
 from streams.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
 from streams.worker.store import FLUSH_EVERY_S, partition_scan
@@ -159,6 +160,7 @@ def wire(settings: WorkerSettings) -> Wired:
             stop()
 
     supervise = supervisor(metrics, budget, too_many_crashes)
+    install_producer_guard(pipe.app, names, metrics)
     on_decision = install_plans(pipe, plans_edge(pipe), metrics, supervise)
     install_claims(pipe, runtime, facts, metrics, supervise, on_decision)
     install_full_collection(pipe.app, settings.gc_full_every_s)

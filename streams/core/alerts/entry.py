@@ -10,7 +10,7 @@ sends the entries of a field in batches, so the field's detector keeps no per-fa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from streams.core.alerts.lag_fact import Observation, observe
 from streams.core.alerts.lag_state import FactTrack
@@ -47,12 +47,79 @@ def entry_of(
     return track, (now_us, key, entering, observations)
 
 
+#: Bounds of one alerts-input record, which anyone who can write the topic can send: the
+#: worker sends at most 500 entries a record and a decision has at most 64 claims.
+MAX_ENTRIES: Final = 1000
+MAX_SOURCES_PER_ENTRY: Final = 64
+MAX_NAME_CHARS: Final = 1024
+_US_MAX: Final = 2**63 - 1
+
+
+class EntryError(ValueError):
+    """An alerts-input entry that does not validate (the message says what)."""
+
+
+def _int(value: Any, what: str) -> int:
+    if type(value) is not int or not -_US_MAX <= value <= _US_MAX:
+        raise EntryError(f"{what} must be a whole number within 64 bits")
+    return value
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_NAME_CHARS:
+        raise EntryError(f"{what} must be a string of 1 to {MAX_NAME_CHARS} characters")
+    return value
+
+
+def _observation(obj: Any) -> Observation:
+    if not isinstance(obj, list) or len(obj) != 5:
+        raise EntryError("an observation must be [source, at, flags, catch-up, mark]")
+    source, at, flags, catch, mark = obj
+    if catch is not None:
+        if not isinstance(catch, list) or len(catch) != 3:
+            raise EntryError("a catch-up must be [lag, low, high] or null")
+        catch = [_int(v, "a catch-up figure") for v in catch]
+    return [
+        _name(source, "a source"),
+        _int(at, "`at`"),
+        _int(flags, "flags"),
+        catch,
+        _int(mark, "a mark"),
+    ]
+
+
 def entry_from_obj(obj: Any) -> Entry:
-    """An entry read back from JSON (lists where the tuple had tuples)."""
+    """An entry read back from JSON, validated (EntryError says why it is not one)."""
+    if not isinstance(obj, list) or len(obj) != 4:
+        raise EntryError("an entry must be [clock, fact, entering, observations]")
     now_us, key, entering, observations = obj
-    return (
-        int(now_us),
-        str(key),
-        (str(entering[0]), dict(entering[1])) if entering is not None else None,
-        observations,
-    )
+    if entering is not None:
+        if (
+            not isinstance(entering, list)
+            or len(entering) != 2
+            or not isinstance(entering[1], dict)
+        ):
+            raise EntryError("`entering` must be [decision id, {source: digest}] or null")
+        digests = entering[1]
+        if len(digests) > MAX_SOURCES_PER_ENTRY:
+            raise EntryError(f"{len(digests)} contradicting sources, over {MAX_SOURCES_PER_ENTRY}")
+        entering = (
+            _name(entering[0], "a decision id"),
+            {_name(k, "a source"): _name(v, "a digest") for k, v in digests.items()},
+        )
+    if observations is not None:
+        if not isinstance(observations, list) or len(observations) > MAX_SOURCES_PER_ENTRY:
+            raise EntryError(f"observations must be a list of at most {MAX_SOURCES_PER_ENTRY}")
+        observations = [_observation(o) for o in observations]
+    return (_int(now_us, "the clock"), _name(key, "the fact"), entering, observations)
+
+
+def entries_from_obj(obj: Any) -> tuple[str, list[Entry]]:
+    """An alerts-input record of entries (`{"field", "entries"}`), validated (EntryError)."""
+    if not isinstance(obj, dict):
+        raise EntryError("not a JSON object")
+    name = _name(obj.get("field"), "`field`")
+    entries = obj.get("entries")
+    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+        raise EntryError(f"`entries` must be a list of at most {MAX_ENTRIES}")
+    return name, [entry_from_obj(e) for e in entries]

@@ -13,6 +13,7 @@ from streams.core.alerts.lag_fact import (
     DISSENT,
     STALE,
     Observation,
+    id_tag,
     observe,
 )
 from streams.core.alerts.lag_state import LagState, SourceTrack
@@ -24,6 +25,11 @@ from streams.core.timeutil import format_rfc3339
 KIND: Final = "replica_lag"
 #: Facts followed per field; the least recently decided are forgotten beyond it.
 MAX_FACTS: Final = 50_000
+#: Non-owner sources judged per field: a new source past it is not followed (counted in
+#: `LagState.dropped_sources`), so a field's state stays far below the producer's limit.
+MAX_SOURCES: Final = 64
+#: Facts remembered per source as served a value older than the budget (the oldest go).
+MAX_BEHIND: Final = 256
 #: A fact not decided for this long (or its freshness plus grace, if longer) is forgotten.
 _DAY: Final = 86_400 * 1_000_000
 
@@ -107,9 +113,13 @@ class ReplicaLag:
     ) -> None:
         """Count a decision that brought new claims, and what each of them showed."""
         state.decisions += 1
+        tag = id_tag(key)  # what a source's `behind` keeps of the fact
         for source, at, flags, catch, mark in observations:
             track = state.sources.get(source)
             if track is None:
+                if len(state.sources) >= MAX_SOURCES:
+                    state.dropped_sources += 1
+                    continue
                 track = state.sources[source] = SourceTrack(last_claim=at, seen_at=0)
             track.last_claim = max(track.last_claim, at)
             track.seen_at = state.decisions
@@ -119,9 +129,12 @@ class ReplicaLag:
                 lag, low, high = catch
                 track.catch_up(at, lag, low, high, rule.freshness_us, self.config.min_samples)
             if mark == BEHIND:
-                track.behind[key] = at
+                track.behind.pop(tag, None)
+                track.behind[tag] = at
+                while len(track.behind) > MAX_BEHIND:
+                    del track.behind[next(iter(track.behind))]
             elif mark == CAUGHT_UP:
-                track.behind.pop(key, None)
+                track.behind.pop(tag, None)
 
     # ------------------------------------------------------------------ judging
 

@@ -77,8 +77,8 @@ class SourceTrack(Plain):
     `samples` are recent [at, lag, low, high] lag samples (µs; high -1 when unknown);
     `verdicts` the most recent conclusive ones as [at, 1] (above the budget) or [at, 0]
     (within it); `behind` maps a fact to the last time the source served it a value older
-    than the budget allows; `buckets` hold [start, claims, dissent, stale] counts that
-    cover the evaluation window.
+    than the budget allows (the fact as its `id_tag`); `buckets` hold [start, claims,
+    dissent, stale] counts that cover the evaluation window.
     """
 
     last_claim: int
@@ -152,6 +152,8 @@ class LagState(Plain):
     decisions: int = 0
     facts: dict[str, FactTrack] = dc_field(default_factory=dict)
     sources: dict[str, SourceTrack] = dc_field(default_factory=dict)
+    #: claims of new sources not followed: the field already judges MAX_SOURCES
+    dropped_sources: int = 0
 
     def to_obj(self, facts: bool = True) -> dict[str, Any]:
         """A JSON-able copy of the state (for a table or a checkpoint).

@@ -5,15 +5,16 @@ from __future__ import annotations
 from streams.wire.codec import dumps
 from streams.worker.alerts.edge import AlertRuntime
 from streams.worker.app import Pipeline
-from streams.worker.edge import Record
+from streams.worker.edge import Record, dead_letter
 from streams.worker.faust_kit import (
     Supervise,
     forget_on_rebalance,
     guarded_agent,
     guarded_sender,
+    send_through,
     topics_of,
 )
-from streams.worker.metrics import Metrics
+from streams.worker.metrics import Metrics, dlq_reason_label
 
 
 def install_alerts(
@@ -25,6 +26,16 @@ def install_alerts(
 
     async def detect_one(record: Record) -> None:
         batch = alerting.handle(record.partition, record.value or b"")
+        if batch.quarantined:
+            metrics.quarantined.labels("alerts").inc(batch.quarantined)
+        if batch.rejected is not None:
+            origin = (record.topic, record.partition, record.offset)
+            letter = dead_letter(
+                pipe.names, origin, record.key, record.value or b"", batch.rejected
+            )
+            await send_through(pipe.dlq, letter)
+            metrics.dead_letters.labels(dlq_reason_label(batch.rejected)).inc()
+            return
         for alert in batch.alerts:
             key = str(alert.get("field", "")).encode()
             await pipe.alerts.send(key=key, value=dumps(alert))

@@ -13,11 +13,13 @@ No Faust here: the agent hands in records and a table, and sends what comes back
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import functools
+import logging
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from streams.core.alerts.entry import entry_from_obj
+from streams.core.alerts.entry import EntryError, entries_from_obj
 from streams.core.alerts.lag_state import LagState
 from streams.core.alerts.runner import AlertRunner
 from streams.core.alerts.shape import Alert
@@ -31,6 +33,13 @@ from streams.worker.edge import tick_time
 #: Separated a field from one of its facts in the keys of an earlier version's per-fact
 #: detector records (dropped when the field is loaded).
 FACT_SEP = b"\x00fact\x00"
+#: Largest stored field state: below the producer's 1 MB request limit. The detectors'
+#: bounds keep a state far below it; one past it is reset (and counted) instead of sent.
+MAX_STATE_BYTES: Final = 900_000
+#: Longest field name taken from an alerts-input record of an earlier version.
+_MAX_FIELD_CHARS: Final = 1024
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,10 @@ class AlertBatch:
 
     alerts: list[Alert] = field(default_factory=list)
     figures: list[SourceFigures] = field(default_factory=list)
+    #: fields whose state raised or outgrew its bound, and was reset (see `_isolated`)
+    quarantined: int = 0
+    #: why the record is not an alerts input (it goes to the DLQ); None when it is one
+    rejected: str | None = None
 
 
 class AlertRuntime:
@@ -134,8 +147,10 @@ class AlertRuntime:
             self._stored[field] = _bare(obj)
         runner.spikes[field], runner.lags[field] = spike, lag
 
-    def _store(self, field: str, spike: SpikeState, lag: LagState) -> None:
+    def _store(self, field: str, spike: SpikeState, lag: LagState) -> bool:
         """Write a field's state when it changed since it was last stored (but for clocks).
+
+        False (nothing written) when the state is past MAX_STATE_BYTES.
 
         A clock only moves on, and the next tick or entry moves it again: a stored state
         whose clock is behind is restored to the same detectors.
@@ -143,51 +158,134 @@ class AlertRuntime:
         obj = {"spike": spike.to_obj(), "lag": lag.to_obj(facts=False)}
         bare = _bare(obj)
         if self._stored.get(field) == bare:
-            return
-        self.table[field.encode()] = dumps(obj)
+            return True
+        body = dumps(obj)
+        if len(body) > MAX_STATE_BYTES:
+            log.error(
+                "detector state of field %r has %d bytes, over %d: it is reset",
+                field[:200],
+                len(body),
+                MAX_STATE_BYTES,
+            )
+            return False
+        self.table[field.encode()] = body
         self._stored[field] = bare
+        return True
 
     def handle(self, partition: int, value: bytes) -> AlertBatch:
-        """One alerts-input record: a field's entries, a tick, or an earlier version's decision."""
+        """One alerts-input record: a field's entries, a tick, or an earlier version's decision.
+
+        A record that does not validate is answered with `rejected` (the agent dead-letters
+        it); whatever raises while one field is handled resets that field alone.
+        """
         at = tick_time(value)
         if at is not None:
             return self.tick(partition, at)
-        obj: dict[str, Any] = loads(value)
-        field = str(obj["field"])
+        try:
+            obj: Any = loads(value)
+            if isinstance(obj, dict) and "entries" in obj:
+                name, entries = entries_from_obj(obj)
+            else:
+                name, entries = _legacy_field(obj), []
+        except ValueError as exc:
+            return AlertBatch(rejected=f"not an alerts input: {type(exc).__name__}: {exc}")
+        batch = AlertBatch()
         runner = self._runner(partition)
-        self._load(runner, field)
-        self._known(partition).add(field)
-        if "entries" in obj:
-            alerts = []
-            for item in obj["entries"]:
-                alerts += runner.on_entry(field, entry_from_obj(item))
-            return AlertBatch(alerts)
-        return AlertBatch(runner.on_decision(obj, parse_rfc3339(obj["decided_at"])))
+
+        def feed() -> None:
+            self._load(runner, name)
+            self._known(partition).add(name)
+            if entries or "entries" in obj:
+                for entry in entries:
+                    batch.alerts += runner.on_entry(name, entry)
+            else:
+                batch.alerts += runner.on_decision(obj, parse_rfc3339(obj["decided_at"]))
+
+        self._isolated(runner, name, feed, batch)
+        return batch
+
+    def _isolated(
+        self, runner: AlertRunner, name: str, work: Callable[[], None], batch: AlertBatch
+    ) -> None:
+        """Run one field's work; when it raises, reset that field's state alone and count it."""
+        try:
+            work()
+        except Exception as exc:
+            log.error("detector state of field %r raised; it is reset", name[:200], exc_info=exc)
+            self._reset(runner, name)
+            batch.quarantined += 1
+
+    def _reset(self, runner: AlertRunner, name: str) -> None:
+        """Forget a field's detector state, in memory and in the table."""
+        runner.spikes.pop(name, None)
+        runner.lags.pop(name, None)
+        self._stored.pop(name, None)
+        try:
+            self.table.pop(name.encode(), None)
+        except Exception:
+            log.exception("dropping the stored detector state of %r failed", name[:200])
 
     def tick(self, partition: int, at_us: int) -> AlertBatch:
-        """Move the detectors of this partition's fields to `at_us`."""
+        """Move the detectors of this partition's fields to `at_us` (each field on its own).
+
+        The alerts come as `AlertRunner.on_clock` orders them: the spike alerts of every
+        field, then the lag alerts.
+        """
         runner = self._runner(partition)
+        batch = AlertBatch()
         for name in sorted(self._known(partition)):
-            self._load(runner, name)
-        batch = AlertBatch(runner.on_clock(at_us))
-        lag_detector = runner.lag
-        for name in sorted(runner.lags):
-            lag_state = runner.lags[name]
-            horizon = (lag_state.clock or at_us) - lag_detector.eval_us
-            for source in sorted(lag_state.sources):
-                track = lag_state.sources[source]
-                figures = track.figures(horizon, lag_detector.bucket_us)
-                batch.figures.append(
-                    SourceFigures(
-                        name,
-                        source,
-                        track.status,
-                        figures["lag_seconds"]["max"],
-                        figures["dissent_ratio"],
-                    )
-                )
-            self._store(name, runner.spikes[name], lag_state)
+            self._isolated(runner, name, functools.partial(self._load, runner, name), batch)
+        lag_alerts: list[Alert] = []
+        for name in sorted(runner.spikes):
+            work = functools.partial(self._tick_field, runner, name, at_us, batch, lag_alerts)
+            self._isolated(runner, name, work, batch)
+        batch.alerts += lag_alerts
         return batch
+
+    def _tick_field(
+        self,
+        runner: AlertRunner,
+        name: str,
+        at_us: int,
+        batch: AlertBatch,
+        lag_alerts: list[Alert],
+    ) -> None:
+        """Move one field's detectors to `at_us`; its figures; store it when it changed."""
+        spike, lag_state = runner.spikes[name], runner.lags[name]
+        spiked = runner.spike.advance(spike, at_us)[1]
+        lagged = runner.lag.advance(lag_state, at_us)[1]
+        lag_detector = runner.lag
+        horizon = (lag_state.clock or at_us) - lag_detector.eval_us
+        figures = []
+        for source in sorted(lag_state.sources):
+            track = lag_state.sources[source]
+            seen = track.figures(horizon, lag_detector.bucket_us)
+            figures.append(
+                SourceFigures(
+                    name, source, track.status, seen["lag_seconds"]["max"], seen["dissent_ratio"]
+                )
+            )
+        if not self._store(name, spike, lag_state):
+            raise StateTooLarge(
+                f"the detector state of {name[:200]!r} is past {MAX_STATE_BYTES} bytes"
+            )
+        batch.alerts += spiked
+        lag_alerts += lagged
+        batch.figures += figures
+
+
+class StateTooLarge(ValueError):
+    """A field's detector state past MAX_STATE_BYTES (the field is reset)."""
+
+
+def _legacy_field(obj: Any) -> str:
+    """The field of an earlier version's one-decision record (ValueError when none)."""
+    if not isinstance(obj, dict):
+        raise EntryError("not a JSON object")
+    name = obj.get("field")
+    if not isinstance(name, str) or not name or len(name) > _MAX_FIELD_CHARS:
+        raise EntryError(f"`field` must be a string of 1 to {_MAX_FIELD_CHARS} characters")
+    return name
 
 
 def _bare(obj: dict[str, Any]) -> bytes:

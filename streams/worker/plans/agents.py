@@ -56,6 +56,12 @@ def install_plans(
     plan_side = raw(names.plans, names.plans_updates)
     fact_side = raw(names.plans_interest)
 
+    def counted(handled: PlansHandled) -> PlansHandled:
+        """Count the plans and facts the edge quarantined (its events are counted on send)."""
+        if handled.quarantined:
+            metrics.quarantined.labels("plans").inc(handled.quarantined)
+        return handled
+
     async def send(handled: PlansHandled) -> None:
         """Send what the edge returned and count its events."""
         await send_counted(targets, handled.sends, handled.events, metrics)
@@ -68,7 +74,7 @@ def install_plans(
         supervise,
         metrics,
         targets,
-        lambda r: edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value),
+        lambda r: counted(edge.handle_plan_side(r.topic, r.partition, r.offset, r.key, r.value)),
         lambda _p: edge.forget(),
     )
     # fact side: `plans.interest`, by fact key (decisions come through the hook)
@@ -79,12 +85,12 @@ def install_plans(
         supervise,
         metrics,
         targets,
-        lambda r: edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value),
+        lambda r: counted(edge.handle_fact_side(r.topic, r.partition, r.offset, r.key, r.value)),
         lambda _p: edge.forget(),
     )
 
     async def on_decision(key: bytes, record: dict[str, Any]) -> None:
-        handled = edge.on_decided(key, record)
+        handled = counted(edge.on_decided(key, record))
         if handled.sends or handled.events:  # (most decisions: no plan reads the fact)
             await send(handled)
 

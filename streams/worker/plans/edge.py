@@ -26,12 +26,20 @@ every topic with the worker's partition count to one worker. Decisions carry the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from schemas.plan import PlanRecord
-from streams.core.plan_facts import FactInterest, Notice, on_fact_decision, on_interest
+from streams.core.plan_facts import (
+    FactInterest,
+    Notice,
+    interest_of,
+    notice_of,
+    on_fact_decision,
+    on_interest,
+)
 from streams.core.plans import (
     DecisionView,
     Plan,
@@ -42,6 +50,7 @@ from streams.core.plans import (
     on_decision,
     on_plan,
     on_remove,
+    rejected,
 )
 from streams.wire.codec import decode_model, dumps, loads
 from streams.wire.topics import TopicNames, misplaced, partition_for
@@ -52,13 +61,18 @@ from streams.worker.edge import (
     PerPartition,
     dead_letter,
     decode_at_home,
-    stored_of,
 )
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
 #: Table key prefix of a stored plan (plan side).
 PLAN_PREFIX: Final = b"p/"
+#: Largest stored plan record (plan, decisions heard, statuses emitted): below the
+#: producer's 1 MB request limit with room to spare. The plan bounds keep a plan well
+#: below it (`Plan.bound_problem`); a plan whose record would still exceed it is rejected.
+MAX_STORED_PLAN_BYTES: Final = 900_000
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -66,6 +80,8 @@ class PlansHandled(Handled):
     """What one record led to: records to send, counters, and the step statuses emitted."""
 
     statuses: list[StepStatus] = field(default_factory=list)
+    #: plans or facts whose handling raised and whose state was dropped (see `quarantine`)
+    quarantined: int = 0
 
 
 def decode_plan(raw: bytes) -> Plan:
@@ -104,6 +120,8 @@ class PlansEdge:
     #: `forget` and kept with every write here: a decision of a fact no plan reads (nearly
     #: every decision) is passed over without a store lookup
     _read: set[bytes] | None = field(init=False, default=None)
+    #: stored plans that did not restore since the last record (dropped, counted with it)
+    _unrestored: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self._books = PerPartition(self._restored_book)
@@ -122,8 +140,19 @@ class PlansEdge:
     def _restored_book(self, partition: int) -> PlanBook:
         """The plan book of a partition as its stored plan records hold it."""
         book = PlanBook()
-        for stored in stored_of(self.plans_table, PLAN_PREFIX, partition):
-            _restore(book, stored)
+        for key, raw in list(self.plans_table.items()):
+            if not key.startswith(PLAN_PREFIX):
+                continue
+            try:
+                stored = loads(raw)
+                if stored["partition"] == partition:
+                    _restore(book, stored)
+            except Exception:
+                # one stored plan that does not restore is dropped, never its partition
+                log.exception("stored plan %r does not restore; it is dropped", key[:200])
+                self.plans_table.pop(key, None)
+                on_remove(book, key[len(PLAN_PREFIX) :].decode(errors="replace"))
+                self._unrestored += 1
         return book
 
     def handle_plan_side(
@@ -137,6 +166,8 @@ class PlansEdge:
             self._on_delete(partition, offset, key, out)
         else:
             self._on_plan(partition, offset, key, value, out)
+        out.quarantined += self._unrestored
+        self._unrestored = 0
         return out
 
     def _on_plan(
@@ -150,6 +181,17 @@ class PlansEdge:
         if isinstance(plan, Elsewhere):
             out.elsewhere(plan)
             return
+        problem = plan.bound_problem()
+        if problem is not None:
+            self._reject(partition, plan, problem, out)
+            return
+        try:
+            self._take_plan(partition, plan, out)
+        except Exception as exc:
+            self._quarantine(partition, plan.plan_id, exc, out, plan)
+
+    def _take_plan(self, partition: int, plan: Plan, out: PlansHandled) -> None:
+        """Store a plan within its bounds, ask for its facts, emit the statuses it can."""
         book = self.book(partition)
         old = book.plans.get(plan.plan_id)
         book, statuses = on_plan(book, plan)
@@ -160,8 +202,60 @@ class PlansEdge:
         # facts not heard yet are asked for (again: a re-published plan asks anew)
         for fact in book.pending(plan.plan_id):
             out.sends.append(self._interest("add", plan.plan_id, fact))
-        self._save(partition, book, [plan.plan_id])
+        self._save(partition, book, [plan.plan_id], out)
         self._statuses(partition, statuses, out)
+
+    def _reject(
+        self, partition: int, plan: Plan, reason: str, out: PlansHandled, quiet: bool = False
+    ) -> None:
+        """Refuse a plan: every step `rejected` with `reason`; its state and interests dropped.
+
+        The plan's earlier version (if one is stored) is forgotten too: the sender's latest
+        word on the plan is what was refused.
+        """
+        book = self.book(partition)
+        held = book.plans.get(plan.plan_id)
+        facts = set(plan.facts()) | set(held.facts() if held is not None else ())
+        if held is not None:
+            on_remove(book, plan.plan_id)
+        self.plans_table.pop(PLAN_PREFIX + plan.plan_id.encode(), None)
+        for fact in sorted(facts):
+            out.sends.append(self._interest("drop", plan.plan_id, fact))
+        out.events.append("plan_rejected")
+        self._statuses(partition, rejected(plan, reason), out)
+
+    def _quarantine(
+        self,
+        partition: int,
+        plan_id: str,
+        exc: Exception,
+        out: PlansHandled,
+        plan: Plan | None = None,
+    ) -> None:
+        """A plan whose handling raised: rejected with `internal_error`, the rest goes on.
+
+        Logged once with its traceback, counted (`claimwatch_quarantined_total`); the
+        partition's book is rebuilt from the table, so nothing half changed stays.
+        """
+        log.error("plan %r raised; it is rejected and its state dropped", plan_id, exc_info=exc)
+        out.quarantined += 1
+        reason = f"internal_error: {type(exc).__name__}: {exc}"[:2000]
+        self._books.forget({partition})
+        try:
+            known = plan if plan is not None else self.book(partition).plans.get(plan_id)
+        except Exception:  # the partition's stored plans do not restore: drop this one
+            self.plans_table.pop(PLAN_PREFIX + plan_id.encode(), None)
+            self._books.forget({partition})
+            known = plan
+        if known is None:
+            self.plans_table.pop(PLAN_PREFIX + plan_id.encode(), None)
+            return
+        try:
+            self._reject(partition, known, reason, out)
+        except Exception:
+            log.exception("rejecting plan %r failed; its stored record is dropped", plan_id)
+            self.plans_table.pop(PLAN_PREFIX + plan_id.encode(), None)
+            self._books.forget({partition})
 
     def _on_delete(self, partition: int, offset: int, key: bytes | None, out: PlansHandled) -> None:
         """An empty value: forget the plan and stop reading its facts."""
@@ -192,14 +286,25 @@ class PlansEdge:
     ) -> None:
         """A fact's decision for one plan: re-evaluate the steps reading the fact."""
         try:
-            notice = Notice.from_obj(loads(value))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            notice = notice_of(loads(value))
+        except ValueError as exc:
             origin = (self.names.plans_updates, partition, offset)
             out.events.append("plan_dead_letter")
             reason = f"not a plan update: {type(exc).__name__}: {exc}"
             out.sends.append(dead_letter(self.names, origin, key, value, reason))
             return
+        try:
+            self._take_notice(partition, notice, out)
+        except Exception as exc:
+            self._quarantine(partition, notice.plan_id, exc, out)
+
+    def _take_notice(self, partition: int, notice: Notice, out: PlansHandled) -> None:
         book = self.book(partition)
+        if notice.refused is not None:
+            plan = book.plans.get(notice.plan_id)
+            if plan is not None:
+                self._reject(partition, plan, notice.refused, out)
+            return
         held = book.views.get(notice.fact)
         was_heard = notice.fact in book.heard.get(notice.plan_id, set())
         book, statuses = on_decision(book, notice.fact, notice.decision, notice.plan_id)
@@ -209,7 +314,7 @@ class PlansEdge:
             touched = list(book.reading(notice.fact))
         elif not was_heard and notice.fact in book.heard.get(notice.plan_id, set()):
             touched = [notice.plan_id]
-        self._save(partition, book, touched)
+        self._save(partition, book, touched, out)
         self._statuses(partition, statuses, out)
 
     def _statuses(self, partition: int, statuses: list[StepStatus], out: PlansHandled) -> None:
@@ -228,8 +333,8 @@ class PlansEdge:
         body = dumps({"op": op, "plan_id": plan_id, "fact": fact})
         return Outgoing(self.names.plans_interest, key, body, partition_for(key, self.partitions))
 
-    def _save(self, partition: int, book: PlanBook, plan_ids: list[str]) -> None:
-        """Write the given plans' records (so to the changelog)."""
+    def _save(self, partition: int, book: PlanBook, plan_ids: list[str], out: PlansHandled) -> None:
+        """Write the given plans' records (so to the changelog); reject one past the bound."""
         for pid in sorted(set(plan_ids)):
             plan = book.plans.get(pid)
             if plan is None:
@@ -245,7 +350,15 @@ class PlansEdge:
                     if (sig := book.emitted.get((pid, s.step_id))) is not None
                 },
             }
-            self.plans_table[PLAN_PREFIX + pid.encode()] = dumps(record)
+            body = dumps(record)
+            if len(body) > MAX_STORED_PLAN_BYTES:
+                reason = (
+                    f"plan_too_large: its stored record would have {len(body)} bytes, "
+                    f"over {MAX_STORED_PLAN_BYTES}"
+                )
+                self._reject(partition, plan, reason, out)
+                continue
+            self.plans_table[PLAN_PREFIX + pid.encode()] = body
 
     # ------------------------------------------------------------------ fact side
 
@@ -258,19 +371,48 @@ class PlansEdge:
         return out
 
     def on_decided(self, key: bytes, record: dict[str, Any]) -> PlansHandled:
-        """A decision the worker just made on this fact's partition (handed over in process)."""
+        """A decision the worker just made on this fact's partition (handed over in process).
+
+        It never raises: what raises here is confined to the fact's plan state (dropped,
+        its plans answered `rejected`), so the claims agent that made the decision goes on.
+        """
         out = PlansHandled()
-        if self._read is None:
-            self._read = set(self.facts_table)
-        if key not in self._read:
-            return out  # no plan reads this fact
         try:
-            view = DecisionView.from_record(record)
-        except (PlanError, ValueError):  # never for the worker's own records; counted if so
-            out.events.append("plan_unreadable_decision")
-            return out
-        self._on_view(key, view, out)
+            if self._read is None:
+                self._read = set(self.facts_table)
+            if key not in self._read:
+                return out  # no plan reads this fact
+            try:
+                view = DecisionView.from_record(record)
+            except (PlanError, ValueError):  # never for the worker's own records; counted
+                out.events.append("plan_unreadable_decision")
+                return out
+            self._on_view(key, view, out)
+        except Exception as exc:
+            self._quarantine_fact(key, exc, out)
         return out
+
+    def _quarantine_fact(
+        self, key: bytes, exc: Exception, out: PlansHandled, asking: str | None = None
+    ) -> None:
+        """A fact whose plan state raised: dropped, its readers (and `asking`) refused."""
+        log.error("plan state of fact %r raised; it is dropped", key[:200], exc_info=exc)
+        out.quarantined += 1
+        reason = f"internal_error: {type(exc).__name__}: {exc}"[:500]
+        plans: set[str] = {asking} if asking is not None else set()
+        try:
+            raw = self.facts_table.get(key)
+            if raw is not None:
+                plans |= set(FactInterest.from_obj(loads(raw)).plans)
+        except Exception:  # the state itself is what fails: its readers are unknown
+            log.warning("the plans reading fact %r are unknown; they are not told", key[:200])
+        try:
+            self._store_fact(key, None)
+        except Exception:
+            log.exception("dropping the plan state of fact %r failed", key[:200])
+            self._read = None
+        fact = key.decode(errors="replace")
+        self._notices([Notice(pid, fact, None, reason) for pid in sorted(plans)], out)
 
     def _on_view(self, key: bytes, view: DecisionView, out: PlansHandled) -> None:
         state = FactInterest.from_obj(loads(self.facts_table[key]))
@@ -285,13 +427,8 @@ class PlansEdge:
     ) -> None:
         """A plan starts or stops reading a fact: update its readers, answer an `add`."""
         try:
-            request = loads(value)
-            op, plan_id, fact = request["op"], request["plan_id"], request["fact"]
-            if op not in ("add", "drop") or not isinstance(plan_id, str):
-                raise ValueError("`op` must be add or drop and `plan_id` a string")
-            if not isinstance(fact, str) or not fact:
-                raise ValueError("`fact` must be a non-empty string")
-        except (ValueError, KeyError, TypeError) as exc:
+            op, plan_id, fact = interest_of(loads(value))
+        except ValueError as exc:
             origin = (self.names.plans_interest, partition, offset)
             out.events.append("plan_dead_letter")
             reason = f"not a plan interest: {type(exc).__name__}: {exc}"
@@ -302,22 +439,37 @@ class PlansEdge:
         if home is not None:
             out.sends.append(Outgoing(self.names.plans_interest, wanted, value, home))
             return
-        raw = self.facts_table.get(wanted)
-        state = FactInterest.from_obj(loads(raw)) if raw is not None else None
-        current = _view_of(self.resolutions.get(wanted)) if op == "add" else None
-        new, notices = on_interest(state, fact, op, plan_id, current)
-        out.events.append("plan_interest")
-        self._store_fact(wanted, new)
+        try:
+            raw = self.facts_table.get(wanted)
+            state = FactInterest.from_obj(loads(raw)) if raw is not None else None
+            current = _view_of(self.resolutions.get(wanted)) if op == "add" else None
+            new, notices = on_interest(state, fact, op, plan_id, current)
+            out.events.append("plan_interest")
+            self._store_fact(wanted, new, raw)
+        except Exception as exc:
+            self._quarantine_fact(wanted, exc, out, plan_id if op == "add" else None)
+            return
+        if any(n.refused is not None for n in notices):
+            out.events.append("plan_interest_refused")
         self._notices(notices, out)
 
-    def _store_fact(self, key: bytes, state: FactInterest | None) -> None:
-        """Write (or delete, when no plan reads it) one fact's state."""
+    def _store_fact(
+        self, key: bytes, state: FactInterest | None, held: bytes | None = None
+    ) -> None:
+        """Write (or delete, when no plan reads it) one fact's state; unchanged: no write.
+
+        `held` is the stored state it was made from: a repeated or refused request, or
+        a drop of a plan that was never registered, changes nothing and writes nothing
+        (a fact read by many plans has a state of about 130 kB).
+        """
         if state is None:
             self.facts_table.pop(key, None)
             if self._read is not None:
                 self._read.discard(key)
         else:
-            self.facts_table[key] = dumps(state.to_obj())
+            body = dumps(state.to_obj())
+            if body != held:
+                self.facts_table[key] = body
             if self._read is not None:
                 self._read.add(key)
 

@@ -1,0 +1,103 @@
+"""Plan blocking at and past its bounds, on the real broker (issue 40, item 9).
+
+Many small plans reading one fact used to grow that fact's interest record (the ids of
+the plans reading it) past the producer's 1 MB request limit: Faust's producer buffer
+raised outside every guard and the worker exited, and again after each restart. Now a
+plan past the bound is answered `rejected` with the reason on `plans.steps`, the worker
+stays up, and other plans keep being answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from schemas.plan import StepStatusRecord
+from streams.core.plan_facts import MAX_PLANS_PER_FACT
+from tests.support.kafka import Record, TopicReader, Workers, unique, write_policy
+
+pytest_plugins = ["tests.support.kafka"]
+pytestmark = pytest.mark.kafka
+
+POLICY = """\
+policy_version: plan-bounds
+defaults: {freshness: 5m, settle: 0s}
+sources:
+  billing-api: {authority: system_of_record}
+fields:
+  payment_status: {type: enum, values: [paid, unpaid], consequential: true, owner: billing-api}
+"""
+
+#: Plans reading the one fact: past the cap, and (with 128-character ids) past 1 MB of ids.
+PLANS = 8_000
+
+
+def plan_body(plan_id: str, fact: str) -> bytes:
+    """A one-step plan reading `fact`."""
+    return orjson.dumps({"plan_id": plan_id, "steps": [{"step_id": "s", "reads": [fact]}]})
+
+
+async def publish_many(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    """Send records without waiting for each acknowledgement (then flush)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    await producer.start()
+    try:
+        for key, value in records:
+            await producer.send(topic, value, key=key)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def latest(records: list[Record]) -> dict[str, dict[str, Any]]:
+    """The latest status of step `s` per plan id."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        status = record.json()
+        out[status["plan_id"]] = status
+    return out
+
+
+async def test_many_plans_reading_one_fact_are_answered_and_the_worker_stays_up(
+    workers: Workers, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """8,000 plans (128-char ids) on one fact: the first cap's worth wait, the rest rejected."""
+    worker = await workers.launch(write_policy(tmp_path, POLICY))
+    fact = f"{unique('inv')}|payment_status"
+    run = unique("p")
+    ids = [f"{run}-{i:06d}".ljust(128, "x") for i in range(PLANS)]
+    records = [(pid.encode(), plan_body(pid, fact)) for pid in ids]
+    await publish_many(kafka_bootstrap, worker.names.plans, records)
+    async with TopicReader(kafka_bootstrap, worker.names.plans_steps) as reader:
+        seen = await reader.wait_for(
+            lambda rs: len(latest(rs)) >= PLANS and worker.alive, 240.0, "every plan answered"
+        )
+        assert worker.alive, f"the worker exited:\n{worker.log[-4000:]}"
+        assert 200 == await worker.health()
+        # another plan, on another fact, is still answered at once
+        other = unique("late")
+        started = time.monotonic()
+        await publish_many(
+            kafka_bootstrap,
+            worker.names.plans,
+            [(other.encode(), plan_body(other, f"{run}-x|payment_status"))],
+        )
+        await reader.wait_for(lambda rs: other in latest(rs), 60.0, "the later plan answered")
+        late_s = time.monotonic() - started
+    states = latest(seen)
+    by_status: dict[str, int] = {}
+    for pid in ids:
+        by_status[states[pid]["status"]] = by_status.get(states[pid]["status"], 0) + 1
+    assert {"waiting": MAX_PLANS_PER_FACT, "rejected": PLANS - MAX_PLANS_PER_FACT} == by_status
+    rejected = next(s for s in states.values() if s["status"] == "rejected")
+    assert "plans read this fact" in rejected["reason"]
+    for status in states.values():
+        StepStatusRecord.model_validate(status)
+    assert late_s < 30.0
+    await asyncio.sleep(0)
