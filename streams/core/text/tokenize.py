@@ -306,7 +306,12 @@ class _Reader:
                     i += used
                     continue
             if kind == "num":
-                self.number(token, parse_number(token))
+                number = parse_number(token)
+                if number is None:  # too many digits to be a quantity: a word like any other
+                    self.flush()
+                    self.add(token, token)
+                else:
+                    self.number(token, number)
             elif kind == "cjk":
                 self.cjk(token)
             elif kind == "end":
