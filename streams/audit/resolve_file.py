@@ -43,7 +43,6 @@ class Batch:
         return [claim for claim, _line in self.facts[key].values()]
 
 
-
 def read_claims(
     lines: Iterable[bytes | str | Claim],
     source: str = "<stdin>",

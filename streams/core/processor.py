@@ -7,6 +7,7 @@ only from the records: claims' `observed_at` and tick records (SPEC section 6).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import sys
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -250,10 +251,8 @@ class PartitionProcessor:
         if claim is not None and all(c is not claim for c in claims):
             claims.append(claim)
         self._latest.pop(key, None)  # its deadline index entries are skipped from now on
-        try:
+        with contextlib.suppress(KeyError):
             del self.facts[key]
-        except KeyError:
-            pass
         reason, record = set_aside(self.policy, key, claims, exc, at_us)
         previous = (state.last_outcome, state.last_id) if state is not None else (None, None)
         out.decisions.append(Decided(record, *previous))
@@ -426,9 +425,9 @@ class PartitionProcessor:
 
         A state pruned at this clock time already has nothing to drop, unless the claim just
         `added` (the last) can push one out: the horizon has not moved, and an added claim
-        past it is kept until its fact's next decision (see `_add`). At settle 0 a claim's fact is pruned as it
-        is added and again as it is decided; in a replay whose clock stands still, at every
-        claim of the fact.
+        past it is kept until its fact's next decision (see `_add`). At settle 0 a claim's
+        fact is pruned as it is added and again as it is decided; in a replay whose clock
+        stands still, at every claim of the fact.
         """
         if state.pruned_at == now and not (added and self._may_push_out(state, rule)):
             return
@@ -453,9 +452,7 @@ class PartitionProcessor:
         """The pruning itself (see `_prune`)."""
         floor = now - rule.horizon_us
         late = state.late
-        claims = [
-            c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late
-        ]
+        claims = [c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late]
         if rule.freshness_us >= UNTIL_EDITED:
             newest: dict[str, Claim] = {}
             for claim in claims:

@@ -11,12 +11,15 @@ So a fact's live claims may take at most MAX_FACT_CLAIM_BYTES together, and one 
 most MAX_CLAIM_ENCODED_BYTES. A claim that would pass either is refused at arrival (dead-
 lettered with the reason, its id not marked seen): the sender gets an answer at once, and
 the claims already decided stay as they were. The sizes are measured as JSON text,
-compact and UTF-8, the way the records are written.
+compact and UTF-8, the way the records are written; a text value counts its canonical
+form too (NFKC and case folding can make a passage many times longer: U+FDFA is 18
+characters), which a record shows beside the value.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Final
 
 from streams.core.claim import Claim
@@ -30,17 +33,26 @@ MAX_CLAIM_ENCODED_BYTES: Final = 128 * 1024
 
 
 def claim_size(claim: Claim) -> int:
-    """The bytes of a claim's envelope as compact UTF-8 JSON (numbers no encoder takes as text)."""
+    """The bytes a claim brings to its fact's records.
+
+    Its envelope as compact UTF-8 JSON (numbers no encoder takes, as text), plus, for a
+    text value, the bytes of its canonical form (an upper bound: NFKC, then case folding).
+    """
     text = json.dumps(fit_for_json(claim.envelope), ensure_ascii=False, separators=(",", ":"))
-    return len(text.encode("utf-8", "surrogatepass"))
+    size = len(text.encode("utf-8", "surrogatepass"))
+    value = claim.envelope.get("value")
+    if type(value) is str:
+        canonical = unicodedata.normalize("NFKC", value).casefold()
+        size += len(canonical.encode("utf-8", "surrogatepass")) + 2
+    return size
 
 
 def over_budget(size: int, held: int) -> str | None:
     """Why a claim of `size` bytes cannot join live claims of `held` bytes (None: it can)."""
     if size > MAX_CLAIM_ENCODED_BYTES:
         return (
-            f"claim of {size} bytes once encoded exceeds the {MAX_CLAIM_ENCODED_BYTES}-byte "
-            "limit of one claim"
+            f"claim of {size} bytes once encoded (with its canonical form) exceeds the "
+            f"{MAX_CLAIM_ENCODED_BYTES}-byte limit of one claim"
         )
     if held + size > MAX_FACT_CLAIM_BYTES:
         return (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from datetime import UTC, datetime, timedelta
@@ -81,13 +80,13 @@ async def decisions_of(
         return latest
 
 
-async def dead_letters(bootstrap: str, prefix: str) -> list[tuple[bytes | None, dict[str, Any], str]]:
+async def dead_letters(
+    bootstrap: str, prefix: str
+) -> list[tuple[bytes | None, dict[str, Any], str]]:
     """(key, JSON value, reason) of every DLQ record."""
     async with TopicReader(bootstrap, TopicNames(prefix).dlq) as reader:
         records = await reader.drain(idle=1.0)
-    return [
-        (r.key, json.loads(r.value), r.headers["claimwatch.reason"].decode()) for r in records
-    ]
+    return [(r.key, json.loads(r.value), r.headers["claimwatch.reason"].decode()) for r in records]
 
 
 async def test_a_digit_run_beyond_int_limits_is_decided_with_the_rest_of_its_partition(
@@ -106,9 +105,15 @@ async def test_a_digit_run_beyond_int_limits_is_decided_with_the_rest_of_its_par
     wanted = {fact_key(c) for c in [*poison, *rest]}
     decided = await decisions_of(kafka_bootstrap, worker.prefix, wanted)
     assert wanted <= set(decided)
-    assert {c["claim_id"] for c in poison} == {c["claim_id"] for c in decided[fact_key(poison[0])]["claims"]}
+    assert {c["claim_id"] for c in poison} == {
+        c["claim_id"] for c in decided[fact_key(poison[0])]["claims"]
+    }
     assert "rejected" != decided[fact_key(poison[0])]["outcome"]
-    assert [] == [r for _k, _v, r in await dead_letters(kafka_bootstrap, worker.prefix) if "internal_error" in r]
+    assert [] == [
+        r
+        for _k, _v, r in await dead_letters(kafka_bootstrap, worker.prefix)
+        if "internal_error" in r
+    ]
     assert 200 == (await worker.get("/health"))[0]
 
 
@@ -140,7 +145,10 @@ async def test_a_fact_whose_deciding_fails_is_rejected_and_its_partition_goes_on
     assert {c["claim_id"]: (key, bad["reason"]) for c in poison} == quarantined
     assert 200 == (await worker.get("/health"))[0]
     _status, metrics = await worker.get("/metrics")
-    assert 'claimwatch_quarantined_facts_total{feature="claims",field="summary"} 1.0' in metrics.decode()
+    assert (
+        'claimwatch_quarantined_facts_total{feature="claims",field="summary"} 1.0'
+        in metrics.decode()
+    )
     assert 1 == worker.log.count("set aside (decided rejected")  # logged once
     assert 1 == worker.log.count("Traceback")
 
@@ -165,14 +173,16 @@ async def test_a_claim_stale_on_arrival_is_decided_stale_and_its_waiter_answered
     assert 200 == status, body
     decision = json.loads(body)
     assert ("insufficient", "escalate") == (decision["outcome"], decision["action"])
-    assert [(old["claim_id"], "stale")] == [(c["claim_id"], c["disposition"]) for c in decision["claims"]]
+    assert [(old["claim_id"], "stale")] == [
+        (c["claim_id"], c["disposition"]) for c in decision["claims"]
+    ]
 
 
 @pytest.mark.parametrize("keyed", [False, True])
 async def test_a_lone_claim_without_a_time_is_decided_rejected(
     workers: Workers, kafka_bootstrap: str, keyed: bool
 ) -> None:
-    """Issue 40 item 2: a plain producer's claim without `observed_at` gets a `rejected` decision."""
+    """Issue 40 item 2: a plain producer's claim without `observed_at` is decided `rejected`."""
     worker = await workers.launch(EXAMPLE_POLICY)
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     run = unique("untimed")

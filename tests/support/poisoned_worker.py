@@ -1,4 +1,4 @@
-"""`claimwatch` with one fault planted in the core: deciding a fact that holds a POISON claim raises.
+"""`claimwatch` with one fault planted in the core: deciding a fact with a POISON claim raises.
 
 Isolation is about faults nobody has found yet; a test plants one to show what any such
 fault costs (its fact alone). Run as `python -m tests.support.poisoned_worker worker ...`:

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from streams.core.alerts.entry import Entry
 from streams.core.claim import Claim, fact_key
-from streams.core.policy import CompiledPolicy
 from streams.core.limits import fit_for_json
+from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, Quarantined, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.state import FactState
@@ -473,7 +473,7 @@ def _encoded(key: bytes, record: dict[str, Any]) -> bytes:
 
 
 def _envelope_bytes(claim: Claim) -> bytes:
-    """A stored claim's envelope as JSON, for its DLQ copy (its id alone if nothing else encodes)."""
+    """A stored claim's envelope as JSON, for its DLQ copy (its id alone if nothing encodes)."""
     try:
         return dumps(fit_for_json(claim.envelope))
     except Exception:

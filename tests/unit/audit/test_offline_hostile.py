@@ -22,7 +22,8 @@ from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hos
 CORPUS = hostile_corpus(7, 2 * len(KINDS))
 NOW = format_rfc3339(T0 + 10_000_000)
 #: A file's own claims drive a replay's clock (SPEC section 6): a claim an hour ahead moves
-#: it an hour on, and a day-old claim is too old for it; both are left out of replay files.
+#: it an hour on, and a day-old claim is stale for it (while resolve at NOW decides it
+#: otherwise); both are left out of replay files.
 CLOCK_MOVERS = frozenset({"time_an_hour_ahead", "time_a_day_old"})
 #: a claim of the corpus policy as a JSON line: `corpus_line(claim_id, subject=...)`
 corpus_line = partial(
@@ -92,13 +93,21 @@ def failing_for(claim_id: str, real: Any) -> Any:
     return fake
 
 
-def test_a_failure_deciding_one_claim_costs_only_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """resolve: the line whose claim makes deciding fail is an internal_error; the rest decided."""
+def test_a_failure_deciding_one_fact_rejects_that_fact_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """resolve: the fact whose deciding fails is rejected, its lines errors; the others decide."""
     monkeypatch.setattr(offline, "resolve", failing_for("bad", offline.resolve))
     batch = read_claims(MIDDLE_FAILS, "f")
     records = list(resolve_batch(batch, hostile_policy(), T0))
-    assert [["ok-1"], ["ok-2"]] == [[c["claim_id"] for c in r["claims"]] for r in records]
-    assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in batch.errors]
+    reason = "internal_error: RuntimeError: boom"
+    assert [("rejected", reason), ("resolved", None)] == [
+        (r["outcome"], r["reason"] if r["outcome"] == "rejected" else None) for r in records
+    ]
+    assert [{"bad": "rejected", "ok-1": "rejected"}, {"ok-2": "won"}] == [
+        {c["claim_id"]: c["disposition"] for c in r["claims"]} for r in records
+    ]
+    assert [f"f:1: claim: {reason}", f"f:2: claim: {reason}"] == [str(e) for e in batch.errors]
 
 
 def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.MonkeyPatch) -> None:
