@@ -110,6 +110,8 @@ class Runtime:
         self._max_skew_us = int(policy.policy.defaults.clock_skew)
         #: the claim being handled and its bytes as sent (its DLQ copy, if its fact fails)
         self._current: tuple[Claim, bytes] | None = None
+        #: per partition, the stored facts that did not decode at its rebuild (set aside)
+        self._unread: dict[int, StepResult] = {}
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
@@ -148,6 +150,9 @@ class Runtime:
             proc.rebuild(states)
             self._processors[partition] = proc
             self._fresh[partition] = [s for s in states if s.decided_offset is not None]
+            for key, exc in self.facts.unreadable():  # set aside when the next record comes
+                aside = self._unread.setdefault(partition, StepResult())
+                proc.quarantine(key, exc, aside, clock or 0)
         return proc
 
     def handle(
@@ -309,6 +314,9 @@ class Runtime:
         if restored is not None:
             self._repair_clock(proc, timestamp_us, out)
             self._emit(proc.resend_since(restored, offset), partition, out)
+        unread = self._unread.pop(partition, None)
+        if unread is not None:
+            self._emit(unread, partition, out)
         return proc
 
     def _repair_clock(

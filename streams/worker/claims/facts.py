@@ -60,6 +60,8 @@ class TableFacts(MutableMapping[str, FactState]):
         self._dirty: set[str] = set()
         #: states evicted from the cache whose writing failed, for the next `flush` to report
         self._unwritten: list[Unwritten] = []
+        #: stored states `states_of` could not read: (key, error), for `unreadable` to report
+        self._unreadable: list[tuple[str, Exception]] = []
 
     def __getitem__(self, key: str) -> FactState:
         state = self._cache.get(key)
@@ -138,9 +140,18 @@ class TableFacts(MutableMapping[str, FactState]):
         entries = self._items_of(partition) if self._items_of else self.table.items()
         for key, raw in list(entries):
             if not key.startswith(b"\x00"):
-                state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
+                try:
+                    state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
+                except Exception as exc:  # that fact alone: see `unreadable`
+                    self._unreadable.append((key.decode("utf-8", "replace"), exc))
+                    continue
                 if state.partition == partition:
                     yield state
+
+    def unreadable(self) -> list[tuple[str, Exception]]:
+        """The stored states `states_of` skipped because they do not decode (then forgotten)."""
+        found, self._unreadable = self._unreadable, []
+        return found
 
 
 def stored_form(claim: Claim) -> Any:
@@ -175,3 +186,7 @@ class MemoryFacts(dict[str, FactState]):
 
     def discard(self) -> None:
         """Nothing to forget: the objects are the state."""
+
+    def unreadable(self) -> list[tuple[str, Exception]]:
+        """Objects always read."""
+        return []

@@ -197,3 +197,15 @@ def test_a_text_fact_at_its_byte_budget_stays_below_the_record_and_state_limits(
     kept = len(loads(body)["claims"])
     assert 12 == kept + len(refused)
     assert MAX_FACT_CLAIM_BYTES // 80_000 <= kept  # each counts its value twice (as canonical)
+
+
+def test_a_stored_state_that_does_not_decode_is_set_aside_at_the_rebuild() -> None:
+    """A corrupt table entry: that fact is decided rejected and dropped; the partition decides."""
+    table: dict[bytes, bytes] = {KEY: b'{"s": "invoice:bad", "f": "payment_status"}'}
+    runtime = Runtime(policy_with(), NAMES, 1, table, alerts=False)
+    handled = feed(runtime, [(b"invoice:good|payment_status", line("ok", "paid", "invoice:good"))])
+    assert {
+        "invoice:bad|payment_status": "rejected",
+        "invoice:good|payment_status": "resolved",
+    } == {k: r["outcome"] for k, r in records_of(handled).items()}
+    assert KEY not in table
