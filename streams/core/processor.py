@@ -23,7 +23,7 @@ from streams.core.freshness import stale_at
 from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
 from streams.core.resolve import resolve, resolve_entries
-from streams.core.size import claim_size, over_budget
+from streams.core.size import SizeOf, claim_size, over_budget
 from streams.core.state import FactState, content_hash
 from streams.core.timeutil import format_rfc3339
 
@@ -120,8 +120,11 @@ class PartitionProcessor:
         alerts: bool = False,
         memo: bool = False,
         judge_arrivals: bool = True,
+        size_of: SizeOf = claim_size,
     ) -> None:
         self.policy = policy
+        #: how many bytes a claim brings to its fact (see core.size)
+        self.size_of = size_of
         #: whether each claim's contract is checked as it arrives, to count and dead-letter
         #: the rejected ones (a replay does not: a decision checks its claims anyway, and
         #: a rejected claim is decided `rejected` all the same; it is counted `kept`)
@@ -309,9 +312,9 @@ class PartitionProcessor:
                 )
             return
         now = self._now()
-        size = claim_size(claim)
+        size = self.size_of(claim)
         self._prune(state, rule, now)
-        refused = over_budget(size, state.held_bytes(claim_size))
+        refused = over_budget(size, state.held_bytes(self.size_of))
         if refused is not None:  # DLQ only: never decided, its id not marked seen
             out.events.append("over_budget")
             out.dead_letters.append(refused)
@@ -472,7 +475,7 @@ class PartitionProcessor:
                 if dropped.claim_id not in live:
                     when = dropped.observed_us if dropped.observed_us is not None else now
                     state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
-                    state.add_bytes(-claim_size(dropped))
+                    state.add_bytes(-self.size_of(dropped))
                     late.discard(dropped.claim_id)
             state.claims = claims
         seen = state.seen

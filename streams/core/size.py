@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable
 from typing import Final
 
 from streams.core.claim import Claim
@@ -32,19 +33,35 @@ MAX_FACT_CLAIM_BYTES: Final = 256 * 1024
 MAX_CLAIM_ENCODED_BYTES: Final = 128 * 1024
 
 
+#: How a caller measures a claim's envelope as JSON bytes (the worker uses its own encoder).
+SizeOf = Callable[[Claim], int]
+
+
 def claim_size(claim: Claim) -> int:
     """The bytes a claim brings to its fact's records.
 
     Its envelope as compact UTF-8 JSON (numbers no encoder takes, as text), plus, for a
-    text value, the bytes of its canonical form (an upper bound: NFKC, then case folding).
+    string value, the bytes of its canonical form (see `canonical_bytes`).
     """
-    text = json.dumps(fit_for_json(claim.envelope), ensure_ascii=False, separators=(",", ":"))
-    size = len(text.encode("utf-8", "surrogatepass"))
+    try:
+        text = json.dumps(claim.envelope, ensure_ascii=False, separators=(",", ":"))
+    except ValueError:  # an integer of thousands of digits: measured as its text
+        text = json.dumps(fit_for_json(claim.envelope), ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8", "surrogatepass")) + canonical_bytes(claim)
+
+
+def canonical_bytes(claim: Claim) -> int:
+    """The bytes of a string value's canonical form (an upper bound: NFKC, case folding).
+
+    An ASCII value folds to as many bytes as it has; others are normalized to be measured.
+    """
     value = claim.envelope.get("value")
-    if type(value) is str:
-        canonical = unicodedata.normalize("NFKC", value).casefold()
-        size += len(canonical.encode("utf-8", "surrogatepass")) + 2
-    return size
+    if type(value) is not str:
+        return 0
+    if value.isascii():
+        return len(value) + 2
+    canonical = unicodedata.normalize("NFKC", value).casefold()
+    return len(canonical.encode("utf-8", "surrogatepass")) + 2
 
 
 def over_budget(size: int, held: int) -> str | None:

@@ -16,6 +16,7 @@ from streams.core.limits import fit_for_json
 from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, Quarantined, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
+from streams.core.size import canonical_bytes
 from streams.core.state import FactState
 from streams.wire.codec import decode_claim, dumps
 from streams.wire.topics import TopicNames, partition_for
@@ -145,6 +146,7 @@ class Runtime:
                 self.alerts,
                 self.facts.memo,
                 self.judge_arrivals,
+                encoded_size,
             )
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
@@ -478,6 +480,15 @@ def _encoded(key: bytes, record: dict[str, Any]) -> bytes:
             f"decision record of {len(body)} bytes exceeds the {MAX_RECORD_BYTES}-byte limit"
         )
     return body
+
+
+def encoded_size(claim: Claim) -> int:
+    """`core.size.claim_size` measured with the codec the records are written with."""
+    try:
+        raw = dumps(claim.envelope)
+    except Exception:  # a number the codec does not take: measured as its text
+        raw = dumps(fit_for_json(claim.envelope))
+    return len(raw) + canonical_bytes(claim)
 
 
 def _envelope_bytes(claim: Claim) -> bytes:
