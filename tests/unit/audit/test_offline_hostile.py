@@ -13,6 +13,7 @@ from streams.audit import replay
 from streams.audit import resolve_file as offline
 from streams.audit.replay import replay_lines
 from streams.audit.resolve_file import read_claims, resolve_batch
+from streams.core import processor
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli
@@ -125,6 +126,30 @@ def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.M
     result = replay_lines(hostile_policy(), MIDDLE_FAILS, "f")
     assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in result.errors]
     assert {"ok-1", "ok-2"} == {c["claim_id"] for d in result.decisions for c in d["claims"]}
+
+
+def test_a_fact_whose_deciding_fails_in_a_replay_is_rejected_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """replay: the fact is decided rejected, as live, and reported once; the other fact decides."""
+    real = processor.resolve_entries
+
+    def resolve_entries(claims: Any, *args: Any, **kwargs: Any) -> Any:
+        claims = list(claims)
+        if any(c.claim_id == "bad" for c in claims):
+            raise RuntimeError("boom")
+        return real(claims, *args, **kwargs)
+
+    monkeypatch.setattr(processor, "resolve_entries", resolve_entries)
+    result = replay_lines(hostile_policy(), MIDDLE_FAILS, "f")
+    latest = {d["subject"]: d for d in result.decisions}
+    assert {"s:1": "rejected", "s:2": "resolved"} == {k: d["outcome"] for k, d in latest.items()}
+    assert {"bad": "rejected", "ok-1": "rejected"} == {
+        c["claim_id"]: c["disposition"] for c in latest["s:1"]["claims"]
+    }
+    (error,) = result.errors
+    assert "fact" == error.key
+    assert error.reason.startswith("internal_error: RuntimeError: boom (fact s:1|status, 2 claim")
 
 
 def test_replay_reports_lines_that_are_neither_decided_nor_redeliveries() -> None:
