@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from schemas.policy import Authority
@@ -45,9 +45,18 @@ def decision_id(policy_version: str, fact: str, pairs: list[tuple[str, str]]) ->
     return "dec_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def action_for(outcome: str, winner_class: Authority | None, rule: FieldRule) -> str:
-    """`proceed` on a resolution not won by a mere assertion; else escalate or degrade."""
-    if outcome == "resolved" and winner_class is not Authority.ASSERTED:
+def action_for(
+    outcome: str,
+    winner_class: Authority | None,
+    rule: FieldRule,
+    unregistered: Sequence[str] = (),
+) -> str:
+    """`proceed` on a resolution not won by a mere assertion; else escalate or degrade.
+
+    Nor is it `proceed` when `unregistered` names the sources that alone carry it (see
+    `precedence.unregistered_carriers`).
+    """
+    if outcome == "resolved" and winner_class is not Authority.ASSERTED and not unregistered:
         return "proceed"
     return "escalate" if rule.consequential else "degrade"
 

@@ -22,6 +22,7 @@ from streams.core.decision import action_for, quarantine_record
 from streams.core.freshness import stale_at
 from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
+from streams.core.precedence import UNREGISTERED_ONLY, unregistered_only
 from streams.core.resolve import resolve, resolve_entries
 from streams.core.size import SizeOf, claim_size, over_budget
 from streams.core.state import FactState, content_hash
@@ -389,6 +390,8 @@ class PartitionProcessor:
                     self.policy, state.track, record, state.last_outcome, at_us, resolved
                 )
             out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
+            if unregistered_only(record):
+                out.events.append(UNREGISTERED_ONLY)
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
             state.decided_offset, state.decided_at = self.position, at_us
         if state.late:  # listed in a decision now: pruning may drop them from here on

@@ -101,6 +101,15 @@ class Metrics:
             ["agent"],
             registry=r,
         )
+        self.quarantined = Counter(
+            "claimwatch_quarantined_total",
+            "Items set aside because handling them raised (a verdict request, a document), "
+            "each answered with an internal_error, by feature",
+            ["feature"],
+            registry=r,
+        )
+        for feature in ("verdicts", "documents"):
+            self.quarantined.labels(feature)
         self.consumer_lag = Gauge(
             "claimwatch_consumer_lag_records",
             "Records not yet committed by this worker: end offset minus committed offset",
@@ -244,6 +253,7 @@ def dlq_reason_label(reason: str) -> str:
         ("contract", "observed_at"),
         ("contract", "status"),
         ("contract", "contract_version"),
+        ("contract", "is not in policy"),
     ):
         if needle in lowered:
             return label

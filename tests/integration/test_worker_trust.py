@@ -17,6 +17,8 @@ from streams.wire.topics import TopicNames
 from streams.worker.run import EXIT_STOP_OVERDUE
 from tests.support.claims import envelope
 from tests.support.kafka import (
+    ADMIN_ENV,
+    ADMIN_HEADERS,
     REPO,
     TopicReader,
     Workers,
@@ -144,8 +146,8 @@ async def test_health_is_503_with_a_reason_while_an_agent_is_stopped(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """POST /agents/process_claims/stop makes /health 503 naming it; a restart makes it 200."""
-    worker = await workers.launch(POLICY)
-    status, body = await worker.post("/agents/process_claims/stop")
+    worker = await workers.launch(POLICY, extra_env=ADMIN_ENV)
+    status, body = await worker.post("/agents/process_claims/stop", headers=ADMIN_HEADERS)
     assert 200 == status, body
     status, body = await worker.get("/health")
     assert 503 == status

@@ -17,7 +17,7 @@ from streams.core.policy import CompiledPolicy
 from streams.core.processor import Decided, PartitionProcessor, Quarantined, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.size import canonical_bytes
-from streams.core.state import FactState
+from streams.core.state import FactState, content_hash
 from streams.wire.codec import decode_claim, dumps
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.facts import MemoryFacts, TableFacts
@@ -59,9 +59,10 @@ class ClaimsHandled(Handled):
     claim: Claim | None = None
     #: the detectors' entry of each new decision, with its field (sent per field, batched)
     alerts: list[tuple[str, Entry]] = field(default_factory=list)
-    #: (claim_id, reason) of every DLQ record about a decoded claim this record led to: a
-    #: claim refused (bad signature, conflicting duplicate, over its fact's budget), copied
-    #: for breaking its contract, or dead-lettered with its fact (quarantined)
+    #: (claim id, reason) of each claim dead-lettered with no decision to come (a bad
+    #: signature, a conflicting duplicate, a claim over its fact's byte budget): its
+    #: waiters are answered with the reason at once (see worker.claims.waiting). The claims
+    #: of a quarantined fact are not here: its `rejected` decision lists them
     refused: list[tuple[str, str]] = field(default_factory=list)
     #: the facts set aside while handling this record (each logged once, counted)
     quarantined: list[Quarantined] = field(default_factory=list)
@@ -216,6 +217,7 @@ class Runtime:
         if at is None:
             out.events.append("bad_tick")
             return out
+        timestamp_us = self._bounded(timestamp_us, out)
         if timestamp_us is not None and at > timestamp_us - self.lateness_us:
             out.events.append("bad_tick")
             at = timestamp_us - self.lateness_us
@@ -267,6 +269,7 @@ class Runtime:
         out: ClaimsHandled,
         arrival_us: int | None,
     ) -> ClaimsHandled:
+        arrival_us = self._bounded(arrival_us, out)
         proc = self._at(partition, offset, out, arrival_us)
         before = proc.clock_us
         if arrival_us is not None:
@@ -284,7 +287,8 @@ class Runtime:
         step = proc.on_claim(claim)
         for reason in step.dead_letters:
             out.sends.append(self._dead_letter(partition, offset, key, value, reason))
-            out.refused.append((claim.claim_id, reason))
+        if step.dead_letters and not self._holds(claim):
+            out.refused.extend((claim.claim_id, reason) for reason in step.dead_letters)
         self._emit(step, partition, out)
         self._store_clock(proc, before)
         self._flush(out)
@@ -299,6 +303,32 @@ class Runtime:
             self._emit(aside, state.partition, out)
         if out.quarantined:
             self.facts.flush()  # the set-aside facts are gone: nothing of theirs is left
+
+    def _holds(self, claim: Claim) -> bool:
+        """Whether the claim's fact holds this claim (so a decision of it will list it)."""
+        try:
+            state = self.facts.get(claim.fact_key)
+        except Exception:  # a state that does not decode holds nothing (it is set aside)
+            return False
+        return state is not None and state.seen_hash(claim.claim_id) == content_hash(claim.envelope)
+
+    def _bounded(self, stamp_us: int | None, out: ClaimsHandled) -> int | None:
+        """A record time trusted no further than the wall clock plus `clock_skew`.
+
+        A CreateTime record (written before the worker set its topic to LogAppendTime, or
+        on a topic it could not fix) carries whatever time its writer chose; a later time
+        is taken as the bound and counted `clock_capped`. Without a wall clock (replay)
+        record times are taken as they are: on a LogAppendTime topic the broker stamped
+        them before the worker read them, so the cap fires only when the broker's clock
+        runs ahead of the worker's by more than the skew, and the counter says so.
+        """
+        if stamp_us is None or self.wall_clock_us is None:
+            return stamp_us
+        bound = self.wall_clock_us() + self._max_skew_us
+        if stamp_us <= bound:
+            return stamp_us
+        out.events.append("clock_capped")
+        return bound
 
     def _at(
         self, partition: int, offset: int, out: ClaimsHandled, timestamp_us: int | None = None
@@ -463,7 +493,6 @@ class Runtime:
             else:
                 raw = _envelope_bytes(claim)
             out.sends.append(self._dead_letter(partition, offset or 0, key, raw, aside.reason))
-            out.refused.append((claim.claim_id, aside.reason))
 
     def _dead_letter(
         self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
