@@ -89,6 +89,12 @@ class Metrics:
             ["topic"],
             registry=r,
         )
+        self.quarantined_facts = Counter(
+            "claimwatch_quarantined_facts_total",
+            "Facts set aside because handling them raised: decided rejected, claims to the DLQ",
+            ["feature", "field"],
+            registry=r,
+        )
         self.agent_crashes = Counter(
             "claimwatch_agent_crashes_total",
             "Agents that stopped on an exception (Faust restarts them)",
@@ -131,6 +137,7 @@ class Metrics:
             self.alerts_firing.labels("conflict_spike", field, "other")
         for reason in DLQ_REASONS:
             self.dead_letters.labels(reason)
+        self.quarantined_facts.labels("claims", "other")
         # a series the paging rules can rate() before the first claim arrives
         self.claims.labels("other", "other", "ok")
         for field in sorted(self._fields):

@@ -164,7 +164,8 @@ SIMPLE: Final[dict[str, tuple[str, dict[str, Any], str]]] = {
     "time_an_hour_ahead": ("status", {"observed_at": "2026-09-14T10:00:00Z"}, "rejected"),
     # the leap second is at minute 59 of hour 08, just before T0: decided, accepted or not
     "time_leap_second": ("status", {"observed_at": "2026-09-14T08:59:60Z"}, "decided"),
-    "time_a_day_old": ("status", {"observed_at": "2026-09-13T09:00:00Z"}, "expired"),
+    # past freshness + grace on arrival: decided as a stale claim of its fact, never dropped
+    "time_a_day_old": ("status", {"observed_at": "2026-09-13T09:00:00Z"}, "decided"),
     # Unicode that is valid and names a fact: decided
     "subject_right_to_left_marks": ("status", {"subject": "hostile:\u202eINV-1\u200f"}, "ok"),
     # a field the policy does not name is rejected (strict by default, SPEC section 6)

@@ -224,6 +224,8 @@ def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:
             metrics.source(claim.source),
             status if status in _STATUS_LABELS else "other",
         )
+    for aside in handled.quarantined:  # (each logged once by the runtime)
+        tally.add(metrics.quarantined_facts, "claims", metrics.field(aside.field))
     for decided in handled.decided:
         record = decided.record
         field = metrics.field(record["field"])
