@@ -155,6 +155,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         web_host=settings.web_host,
         canonical_url=f"http://{settings.web_host}:{settings.web_port}",
         producer_acks=-1,
+        producer_max_request_size=settings.producer_max_request_bytes,
         consumer_auto_offset_reset="earliest",
         stream_wait_empty=False,
         broker_credentials=_credentials(security),

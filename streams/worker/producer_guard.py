@@ -21,7 +21,8 @@ This is the one module that touches these private Faust APIs, each named here:
 
 What a refusal does: an error log line (topic, partition, key, size, reason), one more
 `claimwatch_producer_errors_total{topic}`, and a note on the dead-letter topic (the record
-truncated as every DLQ copy is, reason `producer_refused: <type>: <message>`). A refused
+truncated as every DLQ copy is, and cut to fit the producer's own limit, reason
+`producer_refused: <type>: <message>`). A refused
 table write stays in the local store but not in its changelog: the next write of the key
 (or a restart that rebuilds the store from the changelog) settles it; every feature
 bounds what it stores below the limit, so this is the last line, not the design.
@@ -30,21 +31,25 @@ bounds what it stores below the limit, so this is the last line, not the design.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from faust.transport.producer import ProducerBuffer
 
 from streams.wire.topics import TopicNames
-from streams.worker.edge import dead_letter
+from streams.worker.edge import Outgoing, dead_letter
 from streams.worker.metrics import Metrics
+from streams.worker.settings import DEFAULT_PRODUCER_MAX_REQUEST_BYTES
 
 log = logging.getLogger(__name__)
 
 #: Longest key quoted in a log line.
 _KEY_CHARS = 80
+#: Room kept below the producer's limit for a note's headers and the record framing.
+NOTE_HEADROOM: Final = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ class ProducerGuard:
             return  # a refused note is not noted again
         origin = (topic, partition if partition is not None else -1, -1)
         note = dead_letter(self.names, origin, key, value or b"", reason)
+        note = within(note, request_limit(self.app) - NOTE_HEADROOM)
         try:
             await self.app.producer.send(
                 note.topic, note.key, note.value, note.partition, None, list(note.headers)
@@ -90,6 +96,38 @@ class ProducerGuard:
             raise
         except Exception:
             log.exception("the DLQ note of a refused record of %s could not be sent", topic)
+
+
+def request_limit(app: Any) -> int:
+    """The largest record the app's producer sends (Faust's `producer_max_request_size`)."""
+    try:
+        return int(app.conf.producer_max_request_size)
+    except (AttributeError, TypeError, ValueError):
+        return DEFAULT_PRODUCER_MAX_REQUEST_BYTES
+
+
+def within(note: Outgoing, room: int) -> Outgoing:
+    """`note` with its key and value cut to `room` bytes in all, when larger.
+
+    A note of a refused record is about as large as the record: under a producer limit
+    below the DLQ's own bound (`CLAIMWATCH_PRODUCER_MAX_REQUEST_BYTES`) it would be refused
+    too. Its headers then say it was cut, and the original's size and digest.
+    """
+    size = len(note.key or b"") + len(note.value)
+    if size <= room:
+        return note
+    key, extra = note.key, []
+    if "claimwatch.truncated" not in dict(note.headers):
+        extra += [
+            ("claimwatch.truncated", b"true"),
+            ("claimwatch.original_size", str(len(note.value)).encode()),
+            ("claimwatch.original_sha256", hashlib.sha256(note.value).hexdigest().encode()),
+        ]
+    if key is not None and len(key) > room // 2:
+        extra.append(("claimwatch.original_key_size", str(len(key)).encode()))
+        key = key[: room // 2]
+    value = note.value[: room - len(key or b"")]
+    return Outgoing(note.topic, key, value, note.partition, (*note.headers, *extra))
 
 
 #: The guard of each app that installed one (weak: a test's apps come and go).

@@ -27,6 +27,8 @@ def default_app_id(prefix: str) -> str:
     return DEFAULT_APP_ID if prefix == DEFAULT_PREFIX else f"{DEFAULT_APP_ID}-{prefix}"
 
 
+#: Largest record the worker's producer sends (Faust's `producer_max_request_size`).
+DEFAULT_PRODUCER_MAX_REQUEST_BYTES: Final = 1_000_000
 #: Seconds a stop may take before the worker ends at once (`CLAIMWATCH_STOP_TIMEOUT_S`).
 DEFAULT_STOP_TIMEOUT_S: Final = 30.0
 #: Requests one worker lets wait for a decision at once, in all and per fact.
@@ -121,6 +123,18 @@ class WorkerSettings:
     verdict_max_request_bytes: int = field(
         default_factory=lambda: env_bound(
             "CLAIMWATCH_VERDICT_MAX_REQUEST_BYTES", 256 * 1024, 1024, 512 * 1024
+        )
+    )
+    #: largest record the producer sends (bytes, `CLAIMWATCH_PRODUCER_MAX_REQUEST_BYTES`):
+    #: one larger is refused, dropped and reported (streams.worker.producer_guard). Keep it
+    #: at most the broker's `message.max.bytes`; every bound on stored values assumes the
+    #: default
+    producer_max_request_bytes: int = field(
+        default_factory=lambda: env_bound(
+            "CLAIMWATCH_PRODUCER_MAX_REQUEST_BYTES",
+            DEFAULT_PRODUCER_MAX_REQUEST_BYTES,
+            65_536,
+            16 * 1024 * 1024,
         )
     )
     #: the event loop (streams.worker.loop): uvloop, or asyncio (`CLAIMWATCH_LOOP`)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.incidents import lagging_replica
+from tests.support.incidents import LAG_POLICY, lagging_replica
 from tests.support.kafka import (
     TopicReader,
     Workers,
@@ -22,18 +22,6 @@ from tests.support.metrics import named_metrics
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
-
-LAG_POLICY = """\
-policy_version: lag-test
-defaults: {freshness: 5m, settle: 0s}
-sources:
-  billing-api:       {authority: system_of_record, lineage: ledger}
-  reporting-replica: {authority: derived, lineage: reporting}
-fields:
-  payment_status: {type: enum, values: [paid, unpaid], freshness: 2s, owner: billing-api}
-alerts:
-  replica_lag: {evaluation: 20s, min_samples: 3}
-"""
 
 
 def gauge(text: str, name: str, **labels: str) -> float | None:

@@ -8,6 +8,19 @@ from datetime import UTC, datetime, timedelta
 from tests.support.claims import envelope
 from tests.support.kafka import publish_claims, rfc3339
 
+#: A policy `lagging_replica` pages under: billing-api owns payment_status (2 s freshness).
+LAG_POLICY = """\
+policy_version: lag-test
+defaults: {freshness: 5m, settle: 0s}
+sources:
+  billing-api:       {authority: system_of_record, lineage: ledger}
+  reporting-replica: {authority: derived, lineage: reporting}
+fields:
+  payment_status: {type: enum, values: [paid, unpaid], freshness: 2s, owner: billing-api}
+alerts:
+  replica_lag: {evaluation: 20s, min_samples: 3}
+"""
+
 #: Facts invoice:L-0 .. invoice:L-7 of `payment_status`.
 LAG_FACTS = 8
 

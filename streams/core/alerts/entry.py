@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from streams.core.alerts.lag_fact import Observation, observe
 from streams.core.alerts.lag_state import FactTrack
+from streams.core.alerts.shape import MAX_NAME_CHARS, bounded_name
 from streams.core.alerts.spike import Entering, entering_of
 from streams.core.claim import fact_key
 from streams.core.entry import Entry as Resolved
@@ -39,7 +40,7 @@ def entry_of(
     `lag_fact.observe`), when the caller has them.
     """
     name = str(decision["field"])
-    key = fact_key(decision["subject"], name)
+    key = bounded_name(fact_key(decision["subject"], name))
     track, observations = observe(policy.rule(name), track, decision, now_us, resolved)
     entering = None
     if decision.get("outcome") == "conflict" and previous_outcome != "conflict":
@@ -51,7 +52,6 @@ def entry_of(
 #: worker sends at most 500 entries a record and a decision has at most 64 claims.
 MAX_ENTRIES: Final = 1000
 MAX_SOURCES_PER_ENTRY: Final = 64
-MAX_NAME_CHARS: Final = 1024
 _US_MAX: Final = 2**63 - 1
 
 
@@ -69,6 +69,18 @@ def _name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_NAME_CHARS:
         raise EntryError(f"{what} must be a string of 1 to {MAX_NAME_CHARS} characters")
     return value
+
+
+def field_name(value: Any) -> str:
+    """The field an alerts-input record names, a longer name clipped (`bounded_name`).
+
+    The worker names a decision's field as its claims do, and a claim's field is bounded
+    only by the claim's size: a long one is clipped here rather than refused, so that the
+    entries of a valid claim are never dead-lettered.
+    """
+    if not isinstance(value, str) or not value:
+        raise EntryError("`field` must be a non-empty string")
+    return bounded_name(value)
 
 
 def _observation(obj: Any) -> Observation:
@@ -118,7 +130,7 @@ def entries_from_obj(obj: Any) -> tuple[str, list[Entry]]:
     """An alerts-input record of entries (`{"field", "entries"}`), validated (EntryError)."""
     if not isinstance(obj, dict):
         raise EntryError("not a JSON object")
-    name = _name(obj.get("field"), "`field`")
+    name = field_name(obj.get("field"))
     entries = obj.get("entries")
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
         raise EntryError(f"`entries` must be a list of at most {MAX_ENTRIES}")

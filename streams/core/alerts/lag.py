@@ -17,7 +17,7 @@ from streams.core.alerts.lag_fact import (
     observe,
 )
 from streams.core.alerts.lag_state import LagState, SourceTrack
-from streams.core.alerts.shape import Alert, alert_id, state_for
+from streams.core.alerts.shape import Alert, alert_id, bounded_name, state_for
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy, FieldRule
 from streams.core.timeutil import format_rfc3339
@@ -65,7 +65,7 @@ class ReplicaLag:
         if state.clock is None or now_us > state.clock:
             state.clock = now_us
         rule = self.policy.rule(state.field)
-        key = fact_key(decision["subject"], state.field)
+        key = bounded_name(fact_key(decision["subject"], state.field))
         fact, observations = observe(rule, state.facts.pop(key, None), decision, state.clock)
         state.facts[key] = fact
         while len(state.facts) > MAX_FACTS:

@@ -14,6 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack, OwnerValue
+from streams.core.alerts.shape import bounded_name
 from streams.core.claim import Claim
 from streams.core.entry import Entry
 from streams.core.normalize import ABSENT, NormalizationError
@@ -189,15 +190,16 @@ def _claim(rule: FieldRule, fact: FactTrack, read: _Claims, i: int) -> Observati
     at = read.time(i)
     if at is None:
         return None
+    named = bounded_name(source)  # what the field's detector keeps and sends of it
     disposition = claim.get("disposition")
     flags = (DISSENT if disposition == "outranked" and claim.get("dissent") else 0) | (
         STALE if disposition == "stale" else 0
     )
     if not fact.values:  # no owner's value to compare with (its canon is not needed)
-        return [source, at, flags, None, 0]
+        return [named, at, flags, None, 0]
     canon = read.canon(i)
     if canon is None:
-        return [source, at, flags, None, 0]
+        return [named, at, flags, None, 0]
     agree = rule.normalizer.agree
     canons = read.owner_canons(fact)
     match = -1
@@ -226,7 +228,7 @@ def _claim(rule: FieldRule, fact: FactTrack, read: _Claims, i: int) -> Observati
                 mark = BEHIND
     if match == len(fact.values) - 1:
         mark = CAUGHT_UP
-    return [source, at, flags, catch, mark]
+    return [named, at, flags, catch, mark]
 
 
 def _time(claim: Mapping[str, Any]) -> int | None:

@@ -8,6 +8,11 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 #: Most decision ids an alert carries as samples.
 MAX_SAMPLE_IDS: Final = 10
+#: Longest name (field, fact, source, decision id) the detectors keep or send: a longer one
+#: is clipped to a bounded label by `bounded_name`.
+MAX_NAME_CHARS: Final = 1024
+#: Hex digits of the digest that ends a clipped name (two clipped names differ in it).
+_NAME_DIGEST_HEX: Final = 16
 
 
 class Alert(TypedDict, total=False):
@@ -33,6 +38,20 @@ class Alert(TypedDict, total=False):
     claims: int
     dissent_ratio: float
     stale_ratio: float
+
+
+def bounded_name(name: str) -> str:
+    """`name`, or when it is longer than MAX_NAME_CHARS a label of exactly that length.
+
+    The label is the name's start, `#` and a digest of the whole name: deterministic (live
+    and replayed detectors name a source alike), distinct for distinct names, and short
+    enough that a claim with a long source, subject or field never makes the record of
+    its field's entries (up to 500 decisions) fail the detectors' input validation.
+    """
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.blake2b(name.encode(errors="surrogatepass"), digest_size=_NAME_DIGEST_HEX // 2)
+    return name[: MAX_NAME_CHARS - _NAME_DIGEST_HEX - 1] + "#" + digest.hexdigest()
 
 
 def alert_id(kind: str, key: str, status: str, window_start: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import field as dc_field
 from typing import Any, Final
 
 from schemas.policy import ConflictSpikeAlert
-from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id, state_for
+from streams.core.alerts.shape import MAX_SAMPLE_IDS, Alert, alert_id, bounded_name, state_for
 from streams.core.alerts.stats import poisson_sf
 from streams.core.claim import fact_key
 from streams.core.plain import Plain
@@ -211,12 +211,12 @@ def entering_of(decision: Mapping[str, Any]) -> Entering:
     for claim in decision.get("claims", ()):
         if claim.get("disposition") == "contradicting":
             value = json.dumps([claim.get("status"), claim.get("value")], sort_keys=True)
-            values.setdefault(str(claim.get("source")), set()).add(value)
+            values.setdefault(bounded_name(str(claim.get("source"))), set()).add(value)
     digests = {
         source: hashlib.blake2b("\x1f".join(sorted(seen)).encode(), digest_size=8).hexdigest()
         for source, seen in values.items()
     }
-    return str(decision.get("decision_id", "")), digests
+    return bounded_name(str(decision.get("decision_id", ""))), digests
 
 
 def _differing_pairs(digests: Iterable[str]) -> int:

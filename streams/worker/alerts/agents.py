@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streams.wire.codec import dumps
-from streams.worker.alerts.edge import AlertRuntime
+from streams.worker.alerts.edge import AlertBatch, AlertRuntime
 from streams.worker.app import Pipeline
 from streams.worker.edge import Record, dead_letter
 from streams.worker.faust_kit import (
@@ -26,8 +26,7 @@ def install_alerts(
 
     async def detect_one(record: Record) -> None:
         batch = alerting.handle(record.partition, record.value or b"")
-        if batch.quarantined:
-            metrics.quarantined.labels("alerts").inc(batch.quarantined)
+        count_quarantined(metrics, batch)
         if batch.rejected is not None:
             origin = (record.topic, record.partition, record.offset)
             letter = dead_letter(
@@ -61,3 +60,9 @@ def install_alerts(
         alerting.forget()
 
     forget_on_rebalance(app, pipe.names.alerts_input, lambda _moved: alerting.forget())
+
+
+def count_quarantined(metrics: Metrics, batch: AlertBatch) -> None:
+    """Count the fields a record's handling reset (`claimwatch_quarantined_total{alerts}`)."""
+    if batch.quarantined:
+        metrics.quarantined.labels("alerts").inc(batch.quarantined)

@@ -19,7 +19,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from streams.core.alerts.entry import EntryError, entries_from_obj
+from streams.core.alerts.entry import EntryError, entries_from_obj, field_name
 from streams.core.alerts.lag_state import LagState
 from streams.core.alerts.runner import AlertRunner
 from streams.core.alerts.shape import Alert
@@ -36,8 +36,6 @@ FACT_SEP = b"\x00fact\x00"
 #: Largest stored field state: below the producer's 1 MB request limit. The detectors'
 #: bounds keep a state far below it; one past it is reset (and counted) instead of sent.
 MAX_STATE_BYTES: Final = 900_000
-#: Longest field name taken from an alerts-input record of an earlier version.
-_MAX_FIELD_CHARS: Final = 1024
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +197,8 @@ class AlertRuntime:
                 for entry in entries:
                     batch.alerts += runner.on_entry(name, entry)
             else:
-                batch.alerts += runner.on_decision(obj, parse_rfc3339(obj["decided_at"]))
+                decision = {**obj, "field": name}  # (its field clipped, as the state's)
+                batch.alerts += runner.on_decision(decision, parse_rfc3339(obj["decided_at"]))
 
         self._isolated(runner, name, feed, batch)
         return batch
@@ -282,10 +281,7 @@ def _legacy_field(obj: Any) -> str:
     """The field of an earlier version's one-decision record (ValueError when none)."""
     if not isinstance(obj, dict):
         raise EntryError("not a JSON object")
-    name = obj.get("field")
-    if not isinstance(name, str) or not name or len(name) > _MAX_FIELD_CHARS:
-        raise EntryError(f"`field` must be a string of 1 to {_MAX_FIELD_CHARS} characters")
-    return name
+    return field_name(obj.get("field"))
 
 
 def _bare(obj: dict[str, Any]) -> bytes:

@@ -57,10 +57,7 @@ def install_plans(
     fact_side = raw(names.plans_interest)
 
     def counted(handled: PlansHandled) -> PlansHandled:
-        """Count the plans and facts the edge quarantined (its events are counted on send)."""
-        if handled.quarantined:
-            metrics.quarantined.labels("plans").inc(handled.quarantined)
-        return handled
+        return count_quarantined(metrics, handled)
 
     async def send(handled: PlansHandled) -> None:
         """Send what the edge returned and count its events."""
@@ -108,3 +105,10 @@ def install_plans(
     forget_on_rebalance(app, names.plans, edge.forget)
 
     return on_decision
+
+
+def count_quarantined(metrics: Metrics, handled: PlansHandled) -> PlansHandled:
+    """Count the plans and facts the edge quarantined (its events are counted on send)."""
+    if handled.quarantined:
+        metrics.quarantined.labels("plans").inc(handled.quarantined)
+    return handled
