@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from streams.core.alerts.entry import Entry
+from streams.core.alerts.shape import bounded_name
 from streams.core.claim import Claim, fact_key
 from streams.core.limits import fit_for_json
 from streams.core.policy import CompiledPolicy
@@ -465,7 +466,7 @@ class Runtime:
             if decided.again:
                 continue  # the detectors and the conflicts log saw it, or tolerate the gap
             if decided.alert is not None:
-                out.alerts.append((str(record["field"]), decided.alert))
+                out.alerts.append((bounded_name(str(record["field"])), decided.alert))
             change = conflict_change(decided)
             if change is not None:
                 out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))
