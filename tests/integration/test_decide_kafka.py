@@ -13,7 +13,7 @@ import pytest
 
 from streams.client.client import Client, DecisionTimeout
 from streams.client.facts import ClaimRefused, FactPages, fact_path
-from streams.wire.topics import partition_for
+from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
@@ -91,12 +91,17 @@ async def test_decide_returns_the_decision_that_rejected_a_claim(
 
 
 async def test_decide_times_out_cleanly_when_no_worker_answers(kafka_bootstrap: str) -> None:
-    """No worker at the URL: a DecisionTimeout naming the fact and why, after the timeout."""
+    """No worker at the URL: a DecisionTimeout naming the fact and why, after the timeout.
+
+    The deployment's topics exist (a worker made them and is gone): the claims are sent.
+    """
     url = f"http://127.0.0.1:{free_port()}"
     subject = unique("invoice:alone")
     claims = [_claim("n-1", "billing-api", "paid", subject)]
+    prefix = unique("cwtest") + "."
+    await ensure_topics(kafka_bootstrap, TopicNames(prefix), 4)
     started = time.monotonic()
-    async with Client(url, kafka_bootstrap, unique("cwtest") + ".") as client:
+    async with Client(url, kafka_bootstrap, prefix) as client:
         with pytest.raises(DecisionTimeout) as caught:
             await client.decide(claims, timeout=2.0)
     elapsed = time.monotonic() - started

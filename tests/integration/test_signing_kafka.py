@@ -215,7 +215,8 @@ async def test_publish_command_signs_with_the_key_in_an_env_var(
     env = {**os.environ, "CW_IT_PUBLISH_KEY": KEY}
 
     def publish(*flags: str) -> subprocess.CompletedProcess[str]:
-        where = ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
+        # no worker runs with this prefix: the command makes the topics itself
+        where = ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix, "--create-topics"]
         return subprocess.run(
             [str(CLAIMWATCH), "publish", *where, *flags, str(path)],
             capture_output=True,
