@@ -15,10 +15,11 @@ from streams.core.alerts.shape import bounded_name
 from streams.core.claim import Claim, fact_key
 from streams.core.limits import fit_for_json
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import Decided, PartitionProcessor, Quarantined, StepResult
+from streams.core.processor import PartitionProcessor
 from streams.core.signing import BAD_SIGNATURE, signature_problem
 from streams.core.size import canonical_bytes
 from streams.core.state import FactState, content_hash
+from streams.core.step import Decided, Quarantined, StepResult
 from streams.wire.codec import decode_claim, dumps
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.facts import MemoryFacts, TableFacts
