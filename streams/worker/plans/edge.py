@@ -262,9 +262,7 @@ class PlansEdge:
             notice = notice_of(loads(value))
         except ValueError as exc:
             origin = (self.names.plans_updates, partition, offset)
-            out.events.append("plan_dead_letter")
-            reason = f"not a plan update: {type(exc).__name__}: {exc}"
-            out.sends.append(dead_letter(self.names, origin, key, value, reason))
+            out.undecodable(self.names, origin, key, value, "a plan update", exc)
             return
         try:
             self._take_notice(partition, notice, out)

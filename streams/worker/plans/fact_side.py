@@ -23,7 +23,7 @@ from streams.core.plans import DecisionView, PlanError
 from streams.wire.codec import dumps, loads
 from streams.wire.partitioning import misplaced, partition_for
 from streams.wire.topic_names import TopicNames
-from streams.worker.edge import Outgoing, dead_letter
+from streams.worker.edge import Outgoing
 from streams.worker.plans.handled import PlansHandled
 
 log = logging.getLogger(__name__)
@@ -122,9 +122,7 @@ class FactSide:
             op, plan_id, fact = interest_of(loads(value))
         except ValueError as exc:
             origin = (self.names.plans_interest, partition, offset)
-            out.events.append("plan_dead_letter")
-            reason = f"not a plan interest: {type(exc).__name__}: {exc}"
-            out.sends.append(dead_letter(self.names, origin, key, value, reason))
+            out.undecodable(self.names, origin, key, value, "a plan interest", exc)
             return
         wanted = fact.encode()
         home = misplaced(wanted, key, partition, self.partitions)
