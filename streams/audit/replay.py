@@ -15,7 +15,7 @@ from aiokafka import TopicPartition
 from streams.audit.resolve_file import LineError
 from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import internal_error
+from streams.core.quarantine import internal_error
 from streams.core.signing import BAD_SIGNATURE
 from streams.wire.codec import DecodeError, decode_claim
 from streams.wire.topics import TopicNames, partition_for

@@ -8,7 +8,7 @@ from typing import Any
 
 from streams.core.claim import Claim
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import internal_error, set_aside
+from streams.core.quarantine import internal_error, set_aside
 from streams.core.resolve import resolve
 from streams.core.signing import signature_problem
 from streams.wire.codec import DecodeError, decode_claim, dumps_line

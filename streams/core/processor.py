@@ -11,26 +11,24 @@ import contextlib
 import heapq
 import sys
 from collections.abc import Iterable, Iterator, MutableMapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 from schemas.durations import UNTIL_EDITED, format_duration
-from streams.core.alerts.entry import Entry, entry_of
+from streams.core.alerts.entry import entry_of
 from streams.core.claim import Claim
 from streams.core.contract import check
-from streams.core.decision import action_for, quarantine_record
 from streams.core.freshness import stale_at
-from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
 from streams.core.precedence import UNREGISTERED_ONLY, unregistered_only
+from streams.core.prune import Pruning
+from streams.core.quarantine import set_aside
 from streams.core.resolve import resolve, resolve_entries
 from streams.core.size import SizeOf, claim_size, over_budget
 from streams.core.state import FactState, content_hash
-from streams.core.timeutil import format_rfc3339
+from streams.core.step import Decided, Quarantined, StepResult
 
-#: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
-MAX_CLAIMS_PER_FACT = 64
-MAX_SEEN_PER_FACT = 256
+__all__ = ["Decided", "PartitionProcessor", "StepResult"]
+
 #: The deadline index is rebuilt without its superseded entries once they outnumber the
 #: live ones by this many (a deadline moved earlier leaves the fact's older entry behind).
 COMPACT_SLACK = 1_024
@@ -39,78 +37,8 @@ COMPACT_SLACK = 1_024
 Due = tuple[int, str]
 
 
-@dataclass(slots=True)
-class Decided:
-    """A decision whose id differs from the fact's previous one. Never changed once made.
-
-    Not declared frozen: every decision would pay for it (see `Claim`).
-    """
-
-    record: dict[str, Any]
-    previous_outcome: str | None
-    previous_id: str | None
-    #: re-sent after a restart because its first sending may not have reached the log
-    again: bool = False
-    #: what the detectors need of it (made when the processor feeds detectors)
-    alert: Entry | None = None
-
-    @property
-    def conflict_event(self) -> str | None:
-        """`entered` or `left` when the fact enters or leaves conflict with this decision."""
-        now = self.record["outcome"] == "conflict"
-        before = self.previous_outcome == "conflict"
-        if now and not before:
-            return "entered"
-        if before and not now:
-            return "left"
-        return None
-
-
-#: Longest exception message a quarantine reason quotes.
-MAX_ERROR_TEXT = 500
-
-
-@dataclass(slots=True)
-class Quarantined:
-    """A fact whose checking, deciding, pruning or storing raised, and what became of it.
-
-    It was decided `rejected` (`record`, also among the step's decisions), its state dropped;
-    its `claims` are to be dead-lettered with the `reason`. `error` is the exception, for
-    the edge to log once with its traceback.
-    """
-
-    key: str
-    field: str
-    reason: str
-    claims: list[Claim]
-    error: BaseException
-    record: dict[str, Any]
-
-
-@dataclass(slots=True)
-class StepResult:
-    """What one input record produced."""
-
-    decisions: list[Decided] = field(default_factory=list)
-    dead_letters: list[str] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
-    #: facts set aside because handling them raised (see `PartitionProcessor.quarantine`)
-    quarantined: list[Quarantined] = field(default_factory=list)
-
-
-def internal_error(exc: BaseException) -> str:
-    """`internal_error: <type>: <message>`, the message clipped; never raises."""
-    try:
-        message = str(exc)
-    except Exception:  # an exception whose text cannot be made
-        message = "<no message>"
-    if len(message) > MAX_ERROR_TEXT:
-        message = message[: MAX_ERROR_TEXT - 3] + "..."
-    return f"internal_error: {type(exc).__name__}: {message}"
-
-
-class PartitionProcessor:
-    """Decides the facts of one claims partition on that partition's clock."""
+class PartitionProcessor(Pruning):
+    """Decides the facts of one claims partition on that partition's clock (and prunes them)."""
 
     def __init__(
         self,
@@ -123,9 +51,7 @@ class PartitionProcessor:
         judge_arrivals: bool = True,
         size_of: SizeOf = claim_size,
     ) -> None:
-        self.policy = policy
-        #: how many bytes a claim brings to its fact (see core.size)
-        self.size_of = size_of
+        super().__init__(policy, size_of)
         #: whether each claim's contract is checked as it arrives, to count and dead-letter
         #: the rejected ones (a replay does not: a decision checks its claims anyway, and
         #: a rejected claim is decided `rejected` all the same; it is counted `kept`)
@@ -141,15 +67,10 @@ class PartitionProcessor:
         #: input offset of the record being processed (recorded with each decision)
         self.position: int | None = None
         self._due: list[Due] = []
-        #: the policy's `max_lineages` (read once: `_prune` runs at every claim)
-        self._max_lineages = policy.policy.defaults.max_lineages
         #: each fact's one live entry in the deadline index: at or before the fact's
         #: `due_us` (a deadline moved later keeps its entry, which `_close_due` moves on
         #: when it comes up; one moved earlier gets a new entry: see `_schedule`)
         self._latest: dict[str, Due] = {}
-        #: the fewest claims at which a fact's caps may drop one (`max_lineages`, or the
-        #: most claims a fact keeps)
-        self._cap_from = min(self._max_lineages, MAX_CLAIMS_PER_FACT)
 
     def rebuild(self, states: Iterable[FactState]) -> None:
         """Re-index the pending deadlines of restored facts (after recovery)."""
@@ -426,106 +347,8 @@ class PartitionProcessor:
         self._due = [e for e in self._due if self._latest.get(e[1]) is e]
         heapq.heapify(self._due)
 
-    def _prune(self, state: FactState, rule: FieldRule, now: int, added: bool = False) -> None:
-        """Drop the claims past the horizon, superseded or beyond the caps; forget old ids.
-
-        A state pruned at this clock time already has nothing to drop, unless the claim just
-        `added` (the last) can push one out: the horizon has not moved, and an added claim
-        past it is kept until its fact's next decision (see `_add`). At settle 0 a claim's
-        fact is pruned as it is added and again as it is decided; in a replay whose clock
-        stands still, at every claim of the fact.
-        """
-        if state.pruned_at == now and not (added and self._may_push_out(state, rule)):
-            return
-        state.pruned_at = now
-        self._drop(state, rule, now)
-
-    def _may_push_out(self, state: FactState, rule: FieldRule) -> bool:
-        """Whether the last claim added can drop one.
-
-        It can past a cap; on a field kept until edited, beside another live claim of its
-        source (the older of the two goes).
-        """
-        claims = state.claims
-        if len(claims) > self._cap_from:
-            return True
-        if rule.freshness_us < UNTIL_EDITED:
-            return False
-        source = claims[-1].source
-        return any(claim.source == source for claim in claims[:-1])
-
-    def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
-        """The pruning itself (see `_prune`)."""
-        floor = now - rule.horizon_us
-        late = state.late
-        claims = [c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late]
-        if rule.freshness_us >= UNTIL_EDITED:
-            newest: dict[str, Claim] = {}
-            for claim in claims:
-                kept = newest.get(claim.source)
-                if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
-                    newest[claim.source] = claim
-            claims = [c for c in claims if newest.get(c.source) is c]
-        claims = cap_lineages(claims, self.policy, rule, self._max_lineages)
-        if len(claims) > MAX_CLAIMS_PER_FACT:
-            claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
-            claims = claims[-MAX_CLAIMS_PER_FACT:]
-        # `claims` is a sub-list of the fact's claims in their order (sorting above always
-        # drops some): as long means nothing was dropped, the usual case
-        if len(claims) != len(state.claims):
-            live = {c.claim_id for c in claims}
-            for dropped in state.claims:
-                if dropped.claim_id not in live:
-                    when = dropped.observed_us if dropped.observed_us is not None else now
-                    state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
-                    state.add_bytes(-self.size_of(dropped))
-                    late.discard(dropped.claim_id)
-            state.claims = claims
-        seen = state.seen
-        if len(seen) > MAX_SEEN_PER_FACT or any(v[1] < floor for v in seen.values()):
-            seen = {k: v for k, v in seen.items() if v[1] >= floor}
-            if len(seen) > MAX_SEEN_PER_FACT:
-                ordered = sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
-                seen = dict(ordered[-MAX_SEEN_PER_FACT:])
-            state.seen = seen
-
     def _now(self) -> int:
         return self.clock_us if self.clock_us is not None else 0
-
-
-def set_aside(
-    policy: CompiledPolicy, key: str, claims: list[Claim], exc: BaseException, at_us: int
-) -> tuple[str, dict[str, Any]]:
-    """The reason and the `rejected` decision of a fact whose handling raised `exc`.
-
-    Never raises: every part the policy gives (the action, each source's class) falls back
-    to a plain default when asking for it fails too (see `decision.quarantine_record`).
-    """
-    reason = internal_error(exc)
-    subject, _, field_name = key.rpartition("|")
-    try:
-        action = action_for("rejected", None, policy.rule(field_name))
-    except Exception:
-        action = "escalate"
-    views: dict[str, tuple[str, str]] = {}
-    for claim in claims:
-        try:
-            view = policy.source_view(field_name, claim.source)
-            views[claim.source] = (str(view.authority.value), view.lineage)
-        except Exception:
-            continue
-    record = quarantine_record(
-        policy.version, subject, field_name, claims, reason, _time_text(at_us), action, views
-    )
-    return reason, record
-
-
-def _time_text(at_us: int) -> str:
-    """A clock time as RFC 3339, or its number when it is beyond the calendar."""
-    try:
-        return format_rfc3339(at_us)
-    except Exception:
-        return str(at_us)
 
 
 def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None:

@@ -1,273 +1,41 @@
-"""Topic names (with the configurable prefix), their settings, and creating them on a cluster."""
+"""The deployment's topics on a cluster: created and checked by the worker, required by clients.
+
+Their names and settings are `topic_names`'s, the checks `topic_checks`'s, the partition of
+a key `partitioning`'s; the names used everywhere are importable from here.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, overload
+from typing import Any, Final
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
-from aiokafka.partitioner import murmur2
 
 from streams.wire import kafka
+from streams.wire.partitioning import misplaced, partition_for
+from streams.wire.topic_checks import (
+    Fix,
+    Refusal,
+    TopicsRefused,
+    TopicState,
+    check_topics,
+    merged_overrides,
+)
+from streams.wire.topic_names import TopicNames, wanted_configs
 
-#: Retention of the claims topic: unlimited, so every stream can be replayed.
-UNLIMITED: Final = "-1"
-
-
-class _Topic:
-    """A topic's name, read from a `TopicNames`: the deployment's prefix, then `suffix`."""
-
-    def __init__(self, suffix: str) -> None:
-        self.suffix = suffix
-
-    @overload
-    def __get__(self, names: None, owner: type[Any] | None = None) -> _Topic: ...
-    @overload
-    def __get__(self, names: TopicNames, owner: type[Any] | None = None) -> str: ...
-    def __get__(self, names: TopicNames | None, owner: type[Any] | None = None) -> _Topic | str:
-        return self if names is None else names.prefix + self.suffix
-
-
-@dataclass(frozen=True, slots=True)
-class TopicNames:
-    """Every topic of one deployment, by role."""
-
-    prefix: str = "claimwatch."
-
-    #: Claims as agents publish them, keyed by fact key; kept forever.
-    claims = _Topic("claims")
-    #: One decision record per decision, keyed by fact key.
-    decisions = _Topic("decisions")
-    #: The latest resolution of each fact (compacted), keyed by fact key.
-    resolutions = _Topic("resolutions")
-    #: Facts entering and leaving conflict, keyed by fact key.
-    conflicts = _Topic("conflicts")
-    #: Paging alerts (one partition), keyed by field.
-    alerts = _Topic("alerts")
-    #: Internal: decisions re-keyed by field, and partition clocks, for the detectors.
-    alerts_input = _Topic("alerts.input")
-    #: Records no agent could use, with their bytes and the reason in headers.
-    dlq = _Topic("claims.dlq")
-    #: Signals of policy checks, keyed by request id.
-    verdicts = _Topic("verdicts")
-    #: One decision per request, keyed by request id.
-    verdicts_decisions = _Topic("verdicts.decisions")
-    #: Document publish and append requests, keyed by path.
-    publish = _Topic("publish")
-    #: One result per document request, keyed by path.
-    publish_results = _Topic("publish.results")
-    #: Plans (steps and the facts they read), keyed by plan id.
-    plans = _Topic("plans")
-    #: The status of each plan step, keyed by plan id.
-    plans_steps = _Topic("plans.steps")
-    #: Internal: a plan starts or stops reading a fact; keyed by fact key.
-    plans_interest = _Topic("plans.interest")
-    #: Internal: a fact's current decision for one plan reading it; keyed by plan id.
-    plans_updates = _Topic("plans.updates")
-
-    def every(self) -> list[str]:
-        """Every topic of the deployment, in declaration order."""
-        return [getattr(self, n) for n, v in vars(TopicNames).items() if isinstance(v, _Topic)]
-
-    def per_path(self) -> list[str]:
-        """Topics keyed by document path, with the claims topic's partition count."""
-        return [self.publish, self.publish_results]
-
-    def per_plan(self) -> list[str]:
-        """Topics of plan blocking, with the claims topic's partition count."""
-        return [self.plans, self.plans_steps, self.plans_interest, self.plans_updates]
-
-    def per_request(self) -> list[str]:
-        """Topics keyed by request id, with the claims topic's partition count."""
-        return [self.verdicts, self.verdicts_decisions]
-
-    def per_fact(self) -> list[str]:
-        """Topics keyed by fact key, with the claims topic's partition count."""
-        return [
-            self.claims,
-            self.decisions,
-            self.resolutions,
-            self.conflicts,
-            self.dlq,
-            self.alerts_input,
-        ]
-
-    def configs(self) -> dict[str, dict[str, str]]:
-        """The topic-level settings a new topic is created with (see `wanted_configs`)."""
-        return {
-            topic: {key: value for key, (value, _) in settings.items()}
-            for topic, settings in wanted_configs(self).items()
-        }
-
-
-@functools.lru_cache(maxsize=131_072)
-def partition_for(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner gives a key (murmur2, as the Java client)."""
-    return int(murmur2(key) & 0x7FFFFFFF) % partitions
-
-
-def misplaced(wanted: bytes, key: bytes | None, partition: int, partitions: int) -> int | None:
-    """The home partition of a record that is not keyed `wanted` or not in its home, else None."""
-    home = partition_for(wanted, partitions)
-    return home if key != wanted or partition != home else None
-
-
-#: The timestamp type of topics whose record times the worker trusts.
-LOG_APPEND_TIME: Final = "LogAppendTime"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicState:
-    """One existing topic as the broker describes it."""
-
-    partitions: int
-    #: the topic's effective settings (topic overrides and broker defaults alike)
-    configs: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """A topic setting the worker changes itself: safe, and the topic is the deployment's."""
-
-    topic: str
-    key: str
-    value: str
-    was: str
-    why: str
-
-    def line(self) -> str:
-        """The one log line that says what was changed and why."""
-        return f"topic {self.topic}: {self.key} was {self.was}, set to {self.value} ({self.why})"
-
-    def command(self, bootstrap: str) -> str:
-        """The command that makes the same change by hand."""
-        return (
-            f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics "
-            f"--entity-name {self.topic} --add-config {self.key}={self.value}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Something the worker must not change itself: what is wrong and what to run."""
-
-    topic: str
-    problem: str
-    commands: tuple[str, ...]
-
-    def text(self) -> str:
-        """What is wrong, and the commands that fix it (one line each)."""
-        if not self.commands:
-            return f"topic {self.topic}: {self.problem}"
-        runs = "".join(f"\n    {c}" for c in self.commands)
-        return f"topic {self.topic}: {self.problem}; to fix it, run one of:{runs}"
-
-
-class TopicsRefused(RuntimeError):
-    """The deployment's topics cannot be used as they are; the message says what to run."""
-
-    def __init__(self, refusals: list[Refusal]) -> None:
-        self.refusals = refusals
-        super().__init__("\n".join(r.text() for r in refusals))
-
-
-def wanted_configs(names: TopicNames) -> dict[str, dict[str, tuple[str, str]]]:
-    """Per topic: each setting the worker needs, with the reason it needs it."""
-    stamped = "the broker's clock stamps each record: a client cannot forge arrival times"
-    return {
-        names.claims: {
-            "message.timestamp.type": (LOG_APPEND_TIME, stamped),
-            "cleanup.policy": ("delete", "compaction would drop claims of the same fact"),
-            "retention.ms": (UNLIMITED, "claims are kept so that every stream can be replayed"),
-        },
-        names.verdicts: {"message.timestamp.type": (LOG_APPEND_TIME, stamped)},
-        names.resolutions: {
-            "cleanup.policy": ("compact", "the latest resolution of every fact is kept")
-        },
-    }
-
-
-def same_partitions(names: TopicNames) -> list[str]:
-    """The topics that must have as many partitions as the claims topic."""
-    return [*names.per_fact(), *names.per_request(), *names.per_path(), *names.per_plan()]
-
-
-def check_topics(
-    names: TopicNames, partitions: int, topics: Mapping[str, TopicState], bootstrap: str
-) -> tuple[list[Fix], list[Refusal]]:
-    """The fixes the worker makes and the refusals it stops at, for the topics that exist.
-
-    `partitions` is the worker's configured count; a topic missing from `topics` is left
-    alone (the worker creates it with the right settings).
-    """
-    fixes: list[Fix] = []
-    refusals: list[Refusal] = []
-    for topic in same_partitions(names):
-        state = topics.get(topic)
-        if state is not None and state.partitions != partitions:
-            refusals.append(
-                _partition_refusal(names, topic, state.partitions, partitions, bootstrap)
-            )
-    for topic, settings in wanted_configs(names).items():
-        state = topics.get(topic)
-        if state is None:
-            continue
-        for key, (value, why) in settings.items():
-            was = state.configs.get(key)
-            if was != value:
-                fixes.append(Fix(topic, key, value, was if was is not None else "unset", why))
-    return fixes, refusals
-
-
-def _partition_refusal(
-    names: TopicNames, topic: str, actual: int, partitions: int, bootstrap: str
-) -> Refusal:
-    """A topic of the wrong size: resizing moves keys to other partitions, so never automatic."""
-    if topic == names.claims:
-        return Refusal(
-            topic,
-            f"has {actual} partition(s), the worker is configured for {partitions} "
-            "(every per-fact topic must match the claims topic)",
-            (
-                f"claimwatch worker --partitions {actual} ...   "
-                "(keep the topic and its claims as they are)",
-                f"kafka-topics.sh --bootstrap-server {bootstrap} --delete --topic {topic}   "
-                "(only if its claims are not needed: the worker creates it again)",
-            ),
-        )
-    grow = (
-        (
-            f"kafka-topics.sh --bootstrap-server {bootstrap} --alter --topic {topic} "
-            f"--partitions {partitions}   (records already in it stay where they are)",
-        )
-        if actual < partitions
-        else ()
-    )
-    return Refusal(
-        topic,
-        f"has {actual} partition(s), the claims topic {names.claims} has {partitions}: "
-        "keyed topics of one deployment must have the same count",
-        (
-            *grow,
-            f"kafka-topics.sh --bootstrap-server {bootstrap} --delete --topic {topic}   "
-            "(its records are lost; the worker creates it again)",
-        ),
-    )
-
-
-def merged_overrides(overrides: Mapping[str, str], fixes: list[Fix]) -> dict[str, str]:
-    """The topic's overrides after `fixes`: what a whole-set AlterConfigs request must carry.
-
-    The non-incremental AlterConfigs request (the one aiokafka has) replaces every
-    override of the topic, so the ones already set are sent again with the fixes.
-    """
-    return {**overrides, **{f.key: f.value for f in fixes}}
+__all__ = [
+    "MissingTopic",
+    "TopicNames",
+    "TopicsRefused",
+    "ensure_topics",
+    "misplaced",
+    "partition_for",
+    "require_topics",
+]
 
 
 class MissingTopic(RuntimeError):

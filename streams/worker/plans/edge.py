@@ -32,19 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from schemas.plan import PlanRecord
-from streams.core.plan_facts import (
-    FactInterest,
-    Notice,
-    interest_of,
-    notice_of,
-    on_fact_decision,
-    on_interest,
-)
+from streams.core.plan_facts import Notice, notice_of
 from streams.core.plans import (
-    DecisionView,
     Plan,
     PlanBook,
-    PlanError,
     Step,
     StepStatus,
     on_decision,
@@ -53,35 +44,29 @@ from streams.core.plans import (
     rejected,
 )
 from streams.wire.codec import decode_model, dumps, loads
-from streams.wire.topics import TopicNames, misplaced, partition_for
+from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import (
     Elsewhere,
-    Handled,
     Outgoing,
     PerPartition,
     dead_letter,
     decode_at_home,
 )
+from streams.worker.plans.fact_side import FactSide
+from streams.worker.plans.handled import PlansHandled
+from streams.worker.plans.stored import (
+    MAX_STORED_PLAN_BYTES,
+    PLAN_PREFIX,
+    restore,
+    stored_record,
+)
+
+__all__ = ["PLAN_PREFIX", "PlansEdge", "PlansHandled", "decode_plan"]
 
 #: Largest plan message accepted (bytes).
 MAX_PLAN_BYTES: Final = 256 * 1024
-#: Table key prefix of a stored plan (plan side).
-PLAN_PREFIX: Final = b"p/"
-#: Largest stored plan record (plan, decisions heard, statuses emitted): below the
-#: producer's 1 MB request limit with room to spare. The plan bounds keep a plan well
-#: below it (`Plan.bound_problem`); a plan whose record would still exceed it is rejected.
-MAX_STORED_PLAN_BYTES: Final = 900_000
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class PlansHandled(Handled):
-    """What one record led to: records to send, counters, and the step statuses emitted."""
-
-    statuses: list[StepStatus] = field(default_factory=list)
-    #: plans or facts whose handling raised and whose state was dropped (see `quarantine`)
-    quarantined: int = 0
 
 
 def decode_plan(raw: bytes) -> Plan:
@@ -89,16 +74,6 @@ def decode_plan(raw: bytes) -> Plan:
     record = decode_model(raw, PlanRecord, "a plan", MAX_PLAN_BYTES)
     steps = tuple(Step.of(s.step_id, s.reads, s.irreversible) for s in record.steps)
     return Plan(record.plan_id, steps)
-
-
-def _view_of(raw: bytes | None) -> DecisionView | None:
-    """The view of a stored decision record (None when absent or unusable)."""
-    if raw is None:
-        return None
-    try:
-        return DecisionView.from_record(loads(raw))
-    except (PlanError, ValueError):
-        return None
 
 
 @dataclass(eq=False)
@@ -116,22 +91,20 @@ class PlansEdge:
     facts_table: MutableMapping[bytes, bytes]
     resolutions: Mapping[bytes, bytes]
     _books: PerPartition[PlanBook] = field(init=False)
-    #: the keys of `facts_table` (facts some plan reads), listed on first use after each
-    #: `forget` and kept with every write here: a decision of a fact no plan reads (nearly
-    #: every decision) is passed over without a store lookup
-    _read: set[bytes] | None = field(init=False, default=None)
+    _facts: FactSide = field(init=False)
     #: stored plans that did not restore since the last record (dropped, counted with it)
     _unrestored: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self._books = PerPartition(self._restored_book)
+        self._facts = FactSide(self.names, self.partitions, self.facts_table, self.resolutions)
 
     # ------------------------------------------------------------------ plan side
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory plan books (on rebalance, after recovery); rebuilt from the table."""
         self._books.forget(partitions)
-        self._read = None
+        self._facts.forget()
 
     def book(self, partition: int) -> PlanBook:
         """The plan book of a partition, restored from the table on first use."""
@@ -146,7 +119,7 @@ class PlansEdge:
             try:
                 stored = loads(raw)
                 if stored["partition"] == partition:
-                    _restore(book, stored)
+                    restore(book, stored)
             except Exception:
                 # one stored plan that does not restore is dropped, never its partition
                 log.exception("stored plan %r does not restore; it is dropped", key[:200])
@@ -289,9 +262,7 @@ class PlansEdge:
             notice = notice_of(loads(value))
         except ValueError as exc:
             origin = (self.names.plans_updates, partition, offset)
-            out.events.append("plan_dead_letter")
-            reason = f"not a plan update: {type(exc).__name__}: {exc}"
-            out.sends.append(dead_letter(self.names, origin, key, value, reason))
+            out.undecodable(self.names, origin, key, value, "a plan update", exc)
             return
         try:
             self._take_notice(partition, notice, out)
@@ -339,18 +310,7 @@ class PlansEdge:
             plan = book.plans.get(pid)
             if plan is None:
                 continue
-            heard = sorted(book.heard.get(pid, set()))
-            record = {
-                "partition": partition,
-                "plan": plan.to_obj(),
-                "heard": {f: _obj(book.views.get(f)) for f in heard},
-                "emitted": {
-                    s.step_id: [sig[0], list(sig[1])]
-                    for s in plan.steps
-                    if (sig := book.emitted.get((pid, s.step_id))) is not None
-                },
-            }
-            body = dumps(record)
+            body = dumps(stored_record(partition, book, plan))
             if len(body) > MAX_STORED_PLAN_BYTES:
                 reason = (
                     f"plan_too_large: its stored record would have {len(body)} bytes, "
@@ -366,143 +326,14 @@ class PlansEdge:
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> PlansHandled:
         """Process one record of `plans.interest` (decisions come in process: `on_decided`)."""
-        out = PlansHandled()
-        self._on_interest(partition, offset, key, value or b"", out)
-        return out
+        return self._facts.handle(topic, partition, offset, key, value)
 
     def on_decided(self, key: bytes, record: dict[str, Any]) -> PlansHandled:
         """A decision the worker just made on this fact's partition (handed over in process).
 
-        It never raises: what raises here is confined to the fact's plan state (dropped,
-        its plans answered `rejected`), so the claims agent that made the decision goes on.
+        It never raises (see `FactSide.on_decided`).
         """
-        out = PlansHandled()
-        try:
-            if self._read is None:
-                self._read = set(self.facts_table)
-            if key not in self._read:
-                return out  # no plan reads this fact
-            try:
-                view = DecisionView.from_record(record)
-            except (PlanError, ValueError):  # never for the worker's own records; counted
-                out.events.append("plan_unreadable_decision")
-                return out
-            self._on_view(key, view, out)
-        except Exception as exc:
-            self._quarantine_fact(key, exc, out)
-        return out
-
-    def _quarantine_fact(
-        self, key: bytes, exc: Exception, out: PlansHandled, asking: str | None = None
-    ) -> None:
-        """A fact whose plan state raised: dropped, its readers (and `asking`) refused."""
-        log.error("plan state of fact %r raised; it is dropped", key[:200], exc_info=exc)
-        out.quarantined += 1
-        reason = f"internal_error: {type(exc).__name__}: {exc}"[:500]
-        plans: set[str] = {asking} if asking is not None else set()
-        try:
-            raw = self.facts_table.get(key)
-            if raw is not None:
-                plans |= set(FactInterest.from_obj(loads(raw)).plans)
-        except Exception:  # the state itself is what fails: its readers are unknown
-            log.warning("the plans reading fact %r are unknown; they are not told", key[:200])
-        try:
-            self._store_fact(key, None)
-        except Exception:
-            log.exception("dropping the plan state of fact %r failed", key[:200])
-            self._read = None
-        fact = key.decode(errors="replace")
-        self._notices([Notice(pid, fact, None, reason) for pid in sorted(plans)], out)
-
-    def _on_view(self, key: bytes, view: DecisionView, out: PlansHandled) -> None:
-        state = FactInterest.from_obj(loads(self.facts_table[key]))
-        new, notices = on_fact_decision(state, key.decode(), view)
-        if notices:
-            out.events.append("plan_fact_decision")
-            self._store_fact(key, new)
-            self._notices(notices, out)
-
-    def _on_interest(
-        self, partition: int, offset: int, key: bytes | None, value: bytes, out: PlansHandled
-    ) -> None:
-        """A plan starts or stops reading a fact: update its readers, answer an `add`."""
-        try:
-            op, plan_id, fact = interest_of(loads(value))
-        except ValueError as exc:
-            origin = (self.names.plans_interest, partition, offset)
-            out.events.append("plan_dead_letter")
-            reason = f"not a plan interest: {type(exc).__name__}: {exc}"
-            out.sends.append(dead_letter(self.names, origin, key, value, reason))
-            return
-        wanted = fact.encode()
-        home = misplaced(wanted, key, partition, self.partitions)
-        if home is not None:
-            out.sends.append(Outgoing(self.names.plans_interest, wanted, value, home))
-            return
-        try:
-            raw = self.facts_table.get(wanted)
-            state = FactInterest.from_obj(loads(raw)) if raw is not None else None
-            current = _view_of(self.resolutions.get(wanted)) if op == "add" else None
-            new, notices = on_interest(state, fact, op, plan_id, current)
-            out.events.append("plan_interest")
-            self._store_fact(wanted, new, raw)
-        except Exception as exc:
-            self._quarantine_fact(wanted, exc, out, plan_id if op == "add" else None)
-            return
-        if any(n.refused is not None for n in notices):
-            out.events.append("plan_interest_refused")
-        self._notices(notices, out)
-
-    def _store_fact(
-        self, key: bytes, state: FactInterest | None, held: bytes | None = None
-    ) -> None:
-        """Write (or delete, when no plan reads it) one fact's state; unchanged: no write.
-
-        `held` is the stored state it was made from: a repeated or refused request, or
-        a drop of a plan that was never registered, changes nothing and writes nothing
-        (a fact read by many plans has a state of about 130 kB).
-        """
-        if state is None:
-            self.facts_table.pop(key, None)
-            if self._read is not None:
-                self._read.discard(key)
-        else:
-            body = dumps(state.to_obj())
-            if body != held:
-                self.facts_table[key] = body
-            if self._read is not None:
-                self._read.add(key)
-
-    def _notices(self, notices: list[Notice], out: PlansHandled) -> None:
-        """Notices to `plans.updates`, each on its plan's home partition."""
-        for notice in notices:
-            key = notice.plan_id.encode()
-            home = partition_for(key, self.partitions)
-            out.sends.append(Outgoing(self.names.plans_updates, key, dumps(notice.to_obj()), home))
-
-
-def _obj(view: DecisionView | None) -> dict[str, Any] | None:
-    """A view as JSON (None stays None)."""
-    return view.to_obj() if view is not None else None
-
-
-def _restore(book: PlanBook, stored: Mapping[str, Any]) -> None:
-    """Put one stored plan record back into a book."""
-    plan = Plan.from_obj(stored["plan"])
-    pid = plan.plan_id
-    book.plans[pid] = plan
-    for fact in plan.facts():
-        book.readers.setdefault(fact, set()).add(pid)
-    heard: dict[str, Any] = stored.get("heard", {})
-    book.heard[pid] = set(heard)
-    for fact, obj in heard.items():
-        view = DecisionView.from_obj(obj) if obj else None
-        if view is not None and view.newer_than(book.views.get(fact)):
-            book.views[fact] = view
-        elif fact not in book.views:
-            book.views[fact] = None
-    for step_id, (status, blocking) in stored.get("emitted", {}).items():
-        book.emitted[(pid, step_id)] = (status, tuple(blocking))
+        return self._facts.on_decided(key, record)
 
 
 def _plan_key(plan: Plan) -> bytes:

@@ -9,7 +9,8 @@ import pytest
 
 from streams.core.claim import Claim, claim_from_envelope
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import MAX_SEEN_PER_FACT, PartitionProcessor, StepResult
+from streams.core.processor import PartitionProcessor, StepResult
+from streams.core.prune import MAX_SEEN_PER_FACT
 from streams.core.state import FactState
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import envelope

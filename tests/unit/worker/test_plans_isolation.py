@@ -17,6 +17,7 @@ from streams.core.policy import CompiledPolicy
 from streams.wire.topics import TopicNames
 from streams.worker.metrics import Metrics
 from streams.worker.plans import edge as plans_edge
+from streams.worker.plans import fact_side
 from streams.worker.plans.agents import count_quarantined
 from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge
 
@@ -129,14 +130,14 @@ def test_a_fact_whose_plan_state_raises_refuses_its_readers_and_the_others_go_on
     policy: CompiledPolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`on_fact_decision` raises for one fact: its plan is rejected, its state dropped."""
-    real = plans_edge.on_fact_decision
+    real = fact_side.on_fact_decision
 
     def poisoned(state: Any, fact: str, view: Any) -> Any:
         if fact == BAD_FACT:
             raise RuntimeError("poisoned fact")
         return real(state, fact, view)
 
-    monkeypatch.setattr(plans_edge, "on_fact_decision", poisoned)
+    monkeypatch.setattr(fact_side, "on_fact_decision", poisoned)
     part = OnePartition(policy)
     part.plan("reads-bad", BAD_FACT)
     part.plan("reads-good", GOOD_FACT)

@@ -12,10 +12,11 @@ from streams.core.policy import CompiledPolicy
 from streams.core.size import MAX_FACT_CLAIM_BYTES
 from streams.core.timeutil import format_rfc3339
 from streams.wire.codec import loads
-from streams.worker.claims import edge as claims_edge
 from streams.worker.claims import facts as facts_module
-from streams.worker.claims.edge import MAX_RECORD_BYTES, ClaimsHandled, Runtime
+from streams.worker.claims import records as claims_records
+from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.claims.facts import MAX_STATE_BYTES, TableFacts
+from streams.worker.claims.records import MAX_RECORD_BYTES
 from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_line, envelope
 from tests.support.clocks import SECOND, T0
@@ -143,7 +144,7 @@ def test_a_decision_record_past_the_size_limit_is_replaced_by_a_rejected_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An ordinary record too large to send: the fact is decided rejected instead, and sent."""
-    monkeypatch.setattr(claims_edge, "MAX_RECORD_BYTES", 900)
+    monkeypatch.setattr(claims_records, "MAX_RECORD_BYTES", 900)
     runtime = Runtime(policy_with(), NAMES, 1, {}, alerts=False)
     big = claim_line(
         "p1",

@@ -7,7 +7,7 @@ import pytest
 from streams.core.timeutil import format_rfc3339
 from streams.wire.codec import loads
 from streams.wire.topics import partition_for
-from streams.worker.claims import edge as claims_edge
+from streams.worker.claims import entries as claims_entries
 from streams.worker.claims.edge import Runtime
 from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_bytes, claim_line, decisions
@@ -86,7 +86,7 @@ def test_decisions_reach_the_detectors_as_one_record_per_field() -> None:
 
 def test_a_full_record_of_entries_is_split(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ENTRIES_PER_RECORD a field's entries take more records, none lost."""
-    monkeypatch.setattr(claims_edge, "ENTRIES_PER_RECORD", 4)
+    monkeypatch.setattr(claims_entries, "ENTRIES_PER_RECORD", 4)
     runtime = Runtime(policy_with(settle="0s"), NAMES, 4, {})
     for n, (k, v) in enumerate(_claims_of([f"invoice:{n}" for n in range(10)], T0)):
         runtime.handle(partition_for(k, 4), n, k, v)

@@ -6,7 +6,8 @@ import pytest
 
 from streams.core.timeutil import format_rfc3339
 from streams.wire.topics import partition_for
-from streams.worker.claims.edge import CLOCK_PREFIX, Runtime
+from streams.worker.claims.clock import CLOCK_PREFIX
+from streams.worker.claims.edge import Runtime
 from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_line
 from tests.support.clocks import SECOND, T0

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import CLOCK_PREFIX, Runtime
+from streams.worker.claims.clock import CLOCK_PREFIX
+from streams.worker.claims.edge import Runtime
 from streams.worker.edge import (
     DLQ_MAX_BYTES,
     TICK_KEY,

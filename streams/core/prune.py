@@ -1,0 +1,95 @@
+"""Pruning a fact's claims: past the horizon, superseded, beyond the caps; old ids forgotten.
+
+A part of the partition step (`processor.PartitionProcessor` is a `Pruning`): it runs at
+every claim added and every decision, on the state the step holds.
+"""
+
+from __future__ import annotations
+
+from schemas.durations import UNTIL_EDITED
+from streams.core.claim import Claim
+from streams.core.lineage import cap_lineages
+from streams.core.policy import CompiledPolicy, FieldRule
+from streams.core.size import SizeOf
+from streams.core.state import FactState, content_hash
+
+#: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
+MAX_CLAIMS_PER_FACT = 64
+MAX_SEEN_PER_FACT = 256
+
+
+class Pruning:
+    """Keeps each fact's claims and remembered ids within the policy's bounds."""
+
+    def __init__(self, policy: CompiledPolicy, size_of: SizeOf) -> None:
+        self.policy = policy
+        #: how many bytes a claim brings to its fact (see core.size)
+        self.size_of = size_of
+        #: the policy's `max_lineages` (read once: `_prune` runs at every claim)
+        self._max_lineages = policy.policy.defaults.max_lineages
+        #: the fewest claims at which a fact's caps may drop one (`max_lineages`, or the
+        #: most claims a fact keeps)
+        self._cap_from = min(self._max_lineages, MAX_CLAIMS_PER_FACT)
+
+    def _prune(self, state: FactState, rule: FieldRule, now: int, added: bool = False) -> None:
+        """Drop the claims past the horizon, superseded or beyond the caps; forget old ids.
+
+        A state pruned at this clock time already has nothing to drop, unless the claim just
+        `added` (the last) can push one out: the horizon has not moved, and an added claim
+        past it is kept until its fact's next decision (see `PartitionProcessor._add`). At
+        settle 0 a claim's fact is pruned as it is added and again as it is decided; in a
+        replay whose clock stands still, at every claim of the fact.
+        """
+        if state.pruned_at == now and not (added and self._may_push_out(state, rule)):
+            return
+        state.pruned_at = now
+        self._drop(state, rule, now)
+
+    def _may_push_out(self, state: FactState, rule: FieldRule) -> bool:
+        """Whether the last claim added can drop one.
+
+        It can past a cap; on a field kept until edited, beside another live claim of its
+        source (the older of the two goes).
+        """
+        claims = state.claims
+        if len(claims) > self._cap_from:
+            return True
+        if rule.freshness_us < UNTIL_EDITED:
+            return False
+        source = claims[-1].source
+        return any(claim.source == source for claim in claims[:-1])
+
+    def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
+        """The pruning itself (see `_prune`)."""
+        floor = now - rule.horizon_us
+        late = state.late
+        claims = [c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late]
+        if rule.freshness_us >= UNTIL_EDITED:
+            newest: dict[str, Claim] = {}
+            for claim in claims:
+                kept = newest.get(claim.source)
+                if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
+                    newest[claim.source] = claim
+            claims = [c for c in claims if newest.get(c.source) is c]
+        claims = cap_lineages(claims, self.policy, rule, self._max_lineages)
+        if len(claims) > MAX_CLAIMS_PER_FACT:
+            claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
+            claims = claims[-MAX_CLAIMS_PER_FACT:]
+        # `claims` is a sub-list of the fact's claims in their order (sorting above always
+        # drops some): as long means nothing was dropped, the usual case
+        if len(claims) != len(state.claims):
+            live = {c.claim_id for c in claims}
+            for dropped in state.claims:
+                if dropped.claim_id not in live:
+                    when = dropped.observed_us if dropped.observed_us is not None else now
+                    state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
+                    state.add_bytes(-self.size_of(dropped))
+                    late.discard(dropped.claim_id)
+            state.claims = claims
+        seen = state.seen
+        if len(seen) > MAX_SEEN_PER_FACT or any(v[1] < floor for v in seen.values()):
+            seen = {k: v for k, v in seen.items() if v[1] >= floor}
+            if len(seen) > MAX_SEEN_PER_FACT:
+                ordered = sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
+                seen = dict(ordered[-MAX_SEEN_PER_FACT:])
+            state.seen = seen
