@@ -176,7 +176,33 @@ async def _alter(admin: AIOKafkaAdminClient, topic: str, fixes: list[Fix]) -> st
         for answer in response.to_object()["resources"]:
             if answer["error_code"]:
                 return _error(answer)
-    return None
+    return await _applied(admin, topic, fixes)
+
+
+#: How long a changed setting may take to read back as changed (the broker applies an
+#: AlterConfigs through its metadata log, a moment after it answers).
+APPLY_WAIT_S: Final = 15.0
+
+
+async def _applied(admin: AIOKafkaAdminClient, topic: str, fixes: list[Fix]) -> str | None:
+    """None once every fix reads back from the broker; else what still reads otherwise.
+
+    The worker starts consuming right after: a claims topic still on CreateTime for a
+    moment would stamp its first records with their producers' times.
+    """
+    deadline = asyncio.get_running_loop().time() + APPLY_WAIT_S
+    while True:
+        current = await _configs(admin, topic)
+        pending = [f for f in fixes if current.get(f.key, ("", False))[0] != f.value]
+        if not pending:
+            return None
+        if asyncio.get_running_loop().time() >= deadline:
+            return (
+                "the broker accepted the change but still reads "
+                + ", ".join(f"{f.key}={current.get(f.key, ('?', False))[0]}" for f in pending)
+                + f" after {APPLY_WAIT_S:g} s"
+            )
+        await asyncio.sleep(0.1)
 
 
 def _error(answer: Mapping[str, Any]) -> str:
