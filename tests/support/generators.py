@@ -202,8 +202,7 @@ def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
     scalars = st.one_of(st.none(), st.booleans(), numbers(), any_text())
     return st.recursive(
         scalars,
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(any_text(8), inner, max_size=4),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text(8), inner, max_size=4),
         max_leaves=max_leaves,
     )
 
@@ -315,6 +314,7 @@ def observed_texts() -> st.SearchStrategy[Any]:
     return st.one_of(
         rfc3339_near(T0_US),
         rfc3339_near(T0_US, 10),
+        rfc3339_near(T0_US, 10),
         st.sampled_from(
             (
                 "0001-01-01T00:00:00Z",
@@ -340,6 +340,13 @@ _STATUSES: Final = ("ok", "ok", "ok", "not_found", "forbidden", "unavailable", "
 _OPTIONAL: Final = ("lineage", "authority", "contract_version", "agent_id", "trace_id", "tool")
 
 
+def _mostly(draw: st.DrawFn, good: st.SearchStrategy[Any], odds: int) -> Any:
+    """A value of `good`, or once in `odds` draws any JSON at all (shrinks towards `good`)."""
+    if draw(st.integers(0, odds - 1)) < odds - 1:
+        return draw(good)
+    return draw(json_values(3))
+
+
 @st.composite
 def envelopes(
     draw: st.DrawFn,
@@ -348,32 +355,33 @@ def envelopes(
     subject: str | None = None,
     field: str | None = None,
     observed: st.SearchStrategy[Any] | None = None,
+    odds: int = 8,
 ) -> dict[str, Any]:
     """A claim envelope as any producer might send it: mostly well formed, never trusted.
 
-    The required names are usually plain (so the claim reaches resolution) and sometimes
-    anything at all; `observed` draws `observed_at` (missing when it draws None).
+    Each key is well formed but for one draw in about `odds` (then any JSON at all), so
+    most claims reach resolution and every key is sometimes broken; `observed` draws
+    `observed_at` (missing when it draws None).
     """
     plain_ids = st.text("abcxyz0123-/", min_size=1, max_size=12)
-    names = st.one_of(plain_ids, plain_ids, plain_ids, json_values(2))
     body: dict[str, Any] = {
-        "claim_id": claim_id if claim_id is not None else draw(names),
-        "subject": subject if subject is not None else draw(names),
-        "field": field if field is not None else draw(st.sampled_from(FIELDS) | names),
-        "source": draw(st.sampled_from(SOURCES) | names),
+        "claim_id": claim_id if claim_id is not None else _mostly(draw, plain_ids, odds),
+        "subject": subject if subject is not None else _mostly(draw, plain_ids, odds),
+        "field": field if field is not None else _mostly(draw, st.sampled_from(FIELDS), odds),
+        "source": _mostly(draw, st.sampled_from(SOURCES), odds),
     }
     stamp = draw(observed if observed is not None else observed_texts())
     if stamp is not None:
         body["observed_at"] = stamp
-    body["status"] = draw(st.sampled_from(_STATUSES) | json_values(1))
-    if body["status"] == "ok" or draw(st.booleans()):
+    body["status"] = _mostly(draw, st.sampled_from(_STATUSES), odds)
+    if body["status"] == "ok" or draw(st.integers(0, 3)) == 3:
         name = body["field"] if isinstance(body["field"], str) else ""
         body["value"] = draw(values_for(name))
     for key in draw(st.lists(st.sampled_from(_OPTIONAL), max_size=2, unique=True)):
-        body[key] = draw(st.one_of(plain_ids, json_values(2)))
-    if draw(st.booleans()):
-        body["confidence"] = draw(st.one_of(st.floats(), json_values(1)))
-    if draw(st.integers(0, 9)) == 0:
+        body[key] = _mostly(draw, plain_ids, odds)
+    if draw(st.integers(0, 3)) == 3:
+        body["confidence"] = _mostly(draw, st.floats(0, 1), odds)
+    if draw(st.integers(0, odds - 1)) == odds - 1:
         body[draw(any_text(10))] = draw(json_values(3))
     return body
 
@@ -441,6 +449,7 @@ def streams(draw: st.DrawFn, max_claims: int = 24) -> list[StreamItem]:
             continue
         age = draw(st.sampled_from((0, 0, 0, 1, 3, 8, 45, 59, 61, 89, 91, 400, -3, -6, -90)))
         observed = st.one_of(
+            st.just(format_rfc3339(clock - age * 1_000_000)),
             st.just(format_rfc3339(clock - age * 1_000_000)),
             st.just(format_rfc3339(clock - age * 1_000_000)),
             st.just(None),

@@ -149,8 +149,11 @@ HUGE_NUMBER_PASSAGES: Final = [
 def test_every_claim_is_decided_or_dead_lettered(
     items: list[StreamItem], restart: int | None
 ) -> None:
-    """Each claim's id is listed in a decision of its fact; a record that is no claim goes
-    to the DLQ with a reason; nothing raises (a restart from the table included)."""
+    """Every claim is listed in a decision of its fact; a non-claim is dead-lettered.
+
+    A record that is no claim at all goes to the DLQ with a reason; nothing raises (a
+    restart from the table included).
+    """
     out = run(POLICY, items, restart_at=restart)
     decided = out.decided()
     unanswered = []

@@ -83,7 +83,9 @@ def _decided(claims: list[Claim], now_us: int) -> dict[str, Any]:
 @example(raw=b"null")
 @example(raw=b"[" * 2000 + b"]" * 2000)
 @example(raw=b'{"claim_id":"a","subject":"s","field":"f","source":"x","value":1e999}')
-@example(raw=b'{"claim_id":"a","subject":"s","field":"f","source":"x","value":' + b"9" * 5000 + b"}")
+@example(
+    raw=b'{"claim_id":"a","subject":"s","field":"f","source":"x","value":' + b"9" * 5000 + b"}"
+)
 def test_any_bytes_are_a_claim_or_refused_with_a_reason(raw: bytes) -> None:
     """decode_claim of any bytes gives a Claim or raises DecodeError with a reason."""
     try:
@@ -109,7 +111,13 @@ def test_any_bytes_are_a_claim_or_refused_with_a_reason(raw: bytes) -> None:
     now_us=T0_US,
 )
 @example(
-    envelope={"claim_id": "c1", "subject": "s", "field": "blob", "source": "x", "value": nested(70)},
+    envelope={
+        "claim_id": "c1",
+        "subject": "s",
+        "field": "blob",
+        "source": "x",
+        "value": nested(70),
+    },
     now_us=T0_US,
 )
 @example(
@@ -135,11 +143,7 @@ def test_nothing_raises_on_any_envelope(envelope: dict[str, Any], now_us: int) -
 def one_fact(draw: st.DrawFn) -> list[Claim]:
     """The claims of one fact (distinct ids): any values, times, statuses and sources."""
     field = draw(st.sampled_from(FIELDS))
-    bodies = draw(
-        st.lists(
-            envelopes(subject="inv:1", field=field), min_size=1, max_size=6
-        )
-    )
+    bodies = draw(st.lists(envelopes(subject="inv:1", field=field), min_size=1, max_size=6))
     claims = []
     for n, body in enumerate(bodies):
         claim = _claim({**body, "claim_id": f"c{n}"})
