@@ -13,7 +13,10 @@ of its fact (a conflicting duplicate's id is, by its original's).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import random
+import re
 import signal
 import subprocess
 import time
@@ -26,6 +29,7 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.generators import Planned, random_stream, stamp
 from tests.support.kafka import (
     CLAIMWATCH,
@@ -43,6 +47,10 @@ pytestmark = pytest.mark.kafka
 SEED: Final = int(os.environ.get("CLAIMWATCH_DIFF_SEED", "40"))
 CLAIMS: Final = 2_000
 SPAN_S: Final = 24.0
+PARTITIONS: Final = 4
+#: A tick written by the test every this many claims, shifted by one of these from now.
+TICK_EVERY: Final = 50
+TICK_SHIFTS_US: Final = (-2_000_000, -30_000_000, 0, 10_000_000, 3_600_000_000)
 #: Longest freshness budget plus max_delay of the policy below, and a margin for the ticks.
 QUIET_S: Final = 20 + 3 + 4
 POLICY_TEXT: Final = """\
@@ -67,16 +75,24 @@ fields:
 async def publish_in_real_time(bootstrap: str, topic: str, plan: list[Planned]) -> list[dict]:
     """Send each planned claim at its delay (a plain producer, keyed by fact); returns them."""
     sent: list[dict[str, Any]] = []
+    forged = random.Random(SEED)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     try:
         start = time.monotonic()
         pending = []
-        for planned in plan:
+        for index, planned in enumerate(plan):
             await asyncio.sleep(max(0.0, start + planned.delay_s - time.monotonic()))
-            claim = stamp(planned, datetime.now(UTC))
+            now = datetime.now(UTC)
+            if index % TICK_EVERY == 0:  # a tick from outside: on time, late, or forged ahead
+                at_us = int(now.timestamp() * 1e6) + forged.choice(TICK_SHIFTS_US)
+                tick = tick_value(at_us)
+                where = forged.randrange(PARTITIONS)
+                pending.append(await producer.send(topic, tick, key=TICK_KEY, partition=where))
+            claim = stamp(planned, now)
             key = fact_key(claim).encode()
-            pending.append(await producer.send(topic, orjson.dumps(claim), key=key))
+            body = json.dumps(claim, separators=(",", ":")).encode()  # 2**70 too
+            pending.append(await producer.send(topic, body, key=key))
             sent.append(claim)
         await asyncio.gather(*pending)
     finally:
@@ -92,6 +108,16 @@ def per_fact(decisions: list[dict[str, Any]]) -> dict[str, list[str]]:
         if record["decision_id"] not in ids:
             ids.append(record["decision_id"])
     return grouped
+
+
+def dead_letter_reasons(records: list[Record]) -> dict[str, str]:
+    """The DLQ reason of each dead-lettered claim, by claim id."""
+    reasons: dict[str, str] = {}
+    for record in records:
+        claim = orjson.loads(record.value)
+        reason = record.headers.get("claimwatch.reason", b"").decode()
+        reasons.setdefault(str(claim.get("claim_id")), reason)
+    return reasons
 
 
 def replay(policy: Path, bootstrap: str, prefix: str, out: Path) -> None:
@@ -137,7 +163,7 @@ async def test_the_live_worker_and_a_replay_make_the_same_decisions(
 ) -> None:
     """2,000+ generated claims: per fact the same decision ids live and replayed; all answered."""
     policy = write_policy(tmp_path, POLICY_TEXT)
-    worker = await workers.launch(policy)
+    worker = await workers.launch(policy, partitions=PARTITIONS)
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     plan = random_stream(SEED, CLAIMS, SPAN_S)
     sent = await publish_in_real_time(kafka_bootstrap, worker.names.claims, plan)
@@ -156,7 +182,13 @@ async def test_the_live_worker_and_a_replay_make_the_same_decisions(
 
     decided = {(fact_key(r), c["claim_id"]) for r in live for c in r["claims"]}
     unanswered = sorted({(fact_key(c), c["claim_id"]) for c in sent} - decided)
-    assert [] == unanswered[:20]
+    reasons = dead_letter_reasons(dlq)
+    why = Counter(
+        re.sub(r"\d+", "N", reasons.get(cid, "not dead-lettered")) for _, cid in unanswered
+    )
+    assert [] == [(*u, reasons.get(u[1], "not dead-lettered")) for u in unanswered[:10]], (
+        f"{len(unanswered)} of {len(sent)} claims unanswered: {dict(why)}"
+    )
     assert all(r.headers.get("claimwatch.reason") for r in dlq)
 
     # the stream reached what it is meant to: every outcome, expiry, dead letters

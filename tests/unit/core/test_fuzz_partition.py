@@ -139,6 +139,26 @@ HUGE_NUMBER_PASSAGES: Final = [
     _claim_at("inv:1|status", "after2", "2026-09-14T09:12:41Z", "paid"),
 ]
 
+#: A claim superseded by a newer one of its source (a field kept until edited) before its
+#: fact's window closed: dropped, never listed in a decision.
+SUPERSEDED_IN_ITS_WINDOW: Final = [
+    _claim_at("inv:1|name", "a", "2026-09-14T09:12:30Z", "Ada"),
+    _claim_at("inv:1|name", "b", "2026-09-14T09:12:31Z", "Bob"),
+]
+#: Five lineages in one window on a policy keeping four (`max_lineages`): the oldest
+#: claim is dropped before the fact is decided, and never listed in a decision.
+BEYOND_MAX_LINEAGES: Final = [
+    _claim_at("inv:1|status", f"l{n}", f"2026-09-14T09:12:3{n}Z", "paid", lineage=f"lin{n}")
+    for n in range(5)
+]
+
+#: A claim 89 s old on a field kept 90 s (60 s freshness, 30 s grace): accepted, then
+#: pruned when its fact's window closes 2 s later, and never listed in a decision.
+PRUNED_AT_ITS_DEADLINE: Final = [
+    _claim_at("inv:1|status", "now", "2026-09-14T09:12:30Z", "paid"),
+    _claim_at("inv:1|status", "edge", "2026-09-14T09:11:01Z", "unpaid"),
+]
+
 
 @FUZZ
 @given(items=streams(), restart=st.none() | st.integers(0, 30))
@@ -146,6 +166,9 @@ HUGE_NUMBER_PASSAGES: Final = [
 @example(items=ONLY_CLAIM_WITHOUT_TIME, restart=None)
 @example(items=HUGE_NUMBER_PASSAGES, restart=None)
 @example(items=[Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME], restart=None)
+@example(items=SUPERSEDED_IN_ITS_WINDOW, restart=None)
+@example(items=BEYOND_MAX_LINEAGES, restart=None)
+@example(items=PRUNED_AT_ITS_DEADLINE, restart=None)
 def test_every_claim_is_decided_or_dead_lettered(
     items: list[StreamItem], restart: int | None
 ) -> None:
