@@ -183,11 +183,12 @@ async def test_the_live_worker_and_a_replay_make_the_same_decisions(
     decided = {(fact_key(r), c["claim_id"]) for r in live for c in r["claims"]}
     unanswered = sorted({(fact_key(c), c["claim_id"]) for c in sent} - decided)
     reasons = dead_letter_reasons(dlq)
-    why = Counter(
-        re.sub(r"\d+", "N", reasons.get(cid, "not dead-lettered")) for _, cid in unanswered
-    )
-    assert [] == [(*u, reasons.get(u[1], "not dead-lettered")) for u in unanswered[:10]], (
-        f"{len(unanswered)} of {len(sent)} claims unanswered: {dict(why)}"
+    why = Counter(re.sub(r"\d+", "N", reasons.get(cid, "-")) for _, cid in unanswered)
+    by_id = {c["claim_id"]: c for c in sent}
+    shown = sorted(unanswered, key=lambda u: (u[1] in reasons, u))[:8]  # undead-lettered first
+    assert [] == [(by_id[cid], reasons.get(cid, "-")) for _, cid in shown], (
+        f"{len(unanswered)} of {len(sent)} claims unanswered (DLQ reason, '-' for none): "
+        f"{dict(why)}\n" + "\n".join(f"{reasons.get(c, '-')}: {by_id[c]}" for _, c in shown)
     )
     assert all(r.headers.get("claimwatch.reason") for r in dlq)
 

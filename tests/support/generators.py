@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -580,8 +580,3 @@ def stamp(planned: Planned, sent_at: datetime) -> dict[str, Any]:
         moment = sent_at - timedelta(seconds=planned.age_s)
         claim["observed_at"] = moment.astimezone(UTC).isoformat(timespec="microseconds")
     return claim
-
-
-def claim_ids(items: Iterable[Mapping[str, Any]]) -> set[str]:
-    """The claim ids of envelopes."""
-    return {str(c["claim_id"]) for c in items}
