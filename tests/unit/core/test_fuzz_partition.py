@@ -38,6 +38,10 @@ POLICY = fuzz_policy()
 NAMES: Final = TopicNames("fz.")
 PARTITIONS: Final = 2
 S: Final = 1_000_000
+DISPOSITIONS: Final = frozenset(
+    {"won", "corroborating", "contradicting", "outranked", "same_lineage", "stale"}
+    | {"no_evidence", "rejected"}
+)
 
 
 @dataclass(slots=True)
@@ -192,6 +196,10 @@ def test_every_claim_is_decided_or_dead_lettered(
             unanswered.append((claim.fact_key, claim.claim_id, reasons))
     assert [] == unanswered
     assert all(r for reasons in out.dead_letters.values() for r in reasons)
+    for decision in out.decisions:  # each listed claim has its disposition, and its reason
+        for listed in decision["claims"]:
+            assert listed["disposition"] in DISPOSITIONS
+            assert listed["disposition"] != "rejected" or listed["error"]
 
 
 @FUZZ
