@@ -9,18 +9,32 @@ DEMO_POLICY ?= examples/demo-policy.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools run demo-offline test test-unit fuzz lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
+.PHONY: help install lock audit tools run demo-offline test test-unit fuzz lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install claimwatch with its dev tools (.venv/bin/claimwatch)
+install: $(STAMP) ## create .venv and install claimwatch with its dev tools, at the versions of constraints.txt
+
+lock: $(STAMP) ## write constraints.txt again from .venv (after changing a dependency in pyproject.toml)
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+# OSV when it answers, else PyPI's JSON API. --strict: a package no service can tell about
+# fails the audit, so an audit that could not ask anyone never passes.
+AUDIT_SERVICE ?= $(shell $(PY) -c "import socket; socket.create_connection(('api.osv.dev', 443), 5)" >/dev/null 2>&1 && echo osv || echo pypi)
+
+audit: $(STAMP) ## check constraints.txt for known vulnerabilities (OSV, else PyPI); fails when no service answers
+	@echo "make audit: asking $(AUDIT_SERVICE) about constraints.txt"
+	$(BIN)/pip-audit --strict --no-deps --disable-pip --progress-spinner off \
+	  --vulnerability-service $(AUDIT_SERVICE) -r constraints.txt \
+	  || { echo "make audit: FAILED: a known vulnerability, or $(AUDIT_SERVICE) could not tell about every package (see above)" >&2; exit 1; }
 
 run: $(STAMP) kafka-up ## start the worker on the local broker with the live demo (Ctrl-C stops it all)
 	$(BIN)/python -m streams.sim.demo --policy $(DEMO_POLICY)

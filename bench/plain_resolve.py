@@ -118,12 +118,15 @@ def same(spec: dict[str, Any], values: list[Any]) -> bool:
     return all(json.dumps(v, sort_keys=True) == first for v in values[1:])
 
 
-def registry(policy: dict[str, Any], field: dict[str, Any], source: str) -> tuple[str, str]:
-    """(authority class, lineage) of a source for a field."""
+def registry(policy: dict[str, Any], field: dict[str, Any], source: str) -> tuple[str, str, bool]:
+    """(authority class, lineage, whether the policy names the source) for a field."""
     base = source.split("@", 1)[0]
-    entry = policy["sources"].get(source) or policy["sources"].get(base) or {}
+    entry = policy["sources"].get(source) or policy["sources"].get(base)
     authority = field["authority"].get(source) or field["authority"].get(base)
-    return authority or entry.get("authority", "derived"), entry.get("lineage", source)
+    registered = authority is not None or entry is not None
+    entry = entry or {}
+    authority = authority or entry.get("authority", "derived")
+    return authority, entry.get("lineage") or source, registered
 
 
 def check(policy: dict[str, Any], claim: dict[str, Any], now: float) -> dict[str, Any]:
@@ -140,7 +143,7 @@ def check(policy: dict[str, Any], claim: dict[str, Any], now: float) -> dict[str
             raise ValueError("unknown status")
         if claim["status"] == "ok":
             out["_norm"] = normalize(field, claim.get("value"))
-        authority, lineage = registry(policy, field, claim["source"])
+        authority, lineage, out["_registered"] = registry(policy, field, claim["source"])
         out["authority"], out["lineage"] = authority, claim.get("lineage") or lineage
     except (ValueError, KeyError, TypeError, ArithmeticError) as exc:
         out["disposition"], out["error"] = "rejected", str(exc)
@@ -253,7 +256,13 @@ def decide(policy: dict[str, Any], key: str, claims: list[dict[str, Any]], now: 
             reason = f"{len(groups)} values among the strongest sources"
     resolved = outcome == "resolved"
     consequential = spec.get("consequential", False)
-    if resolved and winner is not None and winner["authority"] != "asserted":
+    # a value that only unregistered sources of the winner's class vouch for is unverified
+    unverified = winner is not None and not any(
+        c["_registered"]
+        for c in heads.values()
+        if c["disposition"] in ("won", "corroborating") and c["authority"] == winner["authority"]
+    )
+    if resolved and winner is not None and winner["authority"] != "asserted" and not unverified:
         action = "proceed"
     else:
         action = "escalate" if consequential else "degrade"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from schemas.policy import KID_PATTERN
 from schemas.statuses import EVIDENCE_STATUSES, STATUSES, Status
 
 __all__ = ["EVIDENCE_STATUSES", "STATUSES", "ClaimEnvelope", "Status"]
@@ -30,12 +31,18 @@ class ClaimEnvelope(BaseModel):
     agent_id: str | None = None
     tool: str | None = None
     trace_id: str | None = None
+    kid: str | None = Field(
+        default=None,
+        pattern=KID_PATTERN,
+        description="id of the key `signature` was made with (the policy's `signing` key of "
+        "that `kid`); signed over like every other key, so it cannot be swapped",
+    )
     signature: str | None = Field(
         default=None,
         pattern="^[0-9a-fA-F]{64}$",
         description="hex HMAC-SHA256 of the canonical claim (this object without `signature`, "
-        "keys sorted, compact separators, UTF-8); required of the sources the policy's "
-        "`signing` names",
+        "`kid` included, keys sorted, compact separators, UTF-8); required of the sources the "
+        "policy's `signing` covers",
     )
 
     @model_validator(mode="before")

@@ -73,6 +73,11 @@ class Defaults(_Strict):
     max_delay: Duration = 10 * 1_000_000
     grace: Duration = 30 * 1_000_000
     max_lineages: int = Field(default=32, ge=1)
+    unknown_fields: Literal["reject", "decide"] = Field(
+        default="reject",
+        description="a claim on a field the policy does not name: `reject` it (a reason names "
+        "the policy version), or `decide` it under these defaults as a `json` field",
+    )
 
 
 class SourceEntry(_Strict):
@@ -175,9 +180,24 @@ class Alerts(_Strict):
     replica_lag: ReplicaLagAlert = Field(default_factory=ReplicaLagAlert)
 
 
-class SigningKey(_Strict):
-    """Where a source's HMAC key comes from: an environment variable or a file, never the policy."""
+#: What a key id (`kid`) may look like: it travels in claims and in DLQ reasons.
+KID_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
+#: The fewest bytes a signing key may have (HMAC-SHA256's output size).
+MIN_KEY_BYTES: Final = 32
 
+
+class SigningKey(_Strict):
+    """One HMAC key: where it comes from (an environment variable or a file, never the policy).
+
+    `kid` names the key; a claim signed with it carries the same `kid`, so the verifier
+    picks the key by it and keys can rotate with the old and the new one both accepted.
+    """
+
+    kid: str | None = Field(
+        default=None,
+        pattern=KID_PATTERN,
+        description="key id a claim names in its `kid` (none: claims without `kid`)",
+    )
     env: str | None = None
     file: str | None = None
 
@@ -186,6 +206,42 @@ class SigningKey(_Strict):
         if (self.env is None) == (self.file is None):
             raise ValueError("name exactly one of `env` or `file` for a signing key")
         return self
+
+
+class SigningEntry(_Strict):
+    """The keys a source signs with: one key (`env`/`file`, optional `kid`) or `keys: [...]`.
+
+    During a rotation `keys` lists the old key and the new one; claims name theirs by
+    `kid`. At most one key may have no `kid` (it checks claims that carry none).
+    """
+
+    kid: str | None = Field(default=None, pattern=KID_PATTERN)
+    env: str | None = None
+    file: str | None = None
+    keys: list[SigningKey] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> SigningEntry:
+        single = self.env is not None or self.file is not None
+        if self.keys and (single or self.kid is not None):
+            raise ValueError("give one key (`env` or `file`, and `kid`) or `keys`, not both")
+        if not self.keys:
+            if (self.env is None) == (self.file is None):
+                raise ValueError("name exactly one of `env` or `file` for a signing key")
+            return self
+        kids = [k.kid for k in self.keys]
+        if kids.count(None) > 1:
+            raise ValueError("at most one key of a source may have no `kid`")
+        repeated = sorted({k for k in kids if k is not None and kids.count(k) > 1})
+        if repeated:
+            raise ValueError(f"key id {repeated[0]!r} is given twice: each `kid` names one key")
+        return self
+
+    def all_keys(self) -> list[tuple[tuple[str | int, ...], SigningKey]]:
+        """Every key with its place in the entry: `()` for one key, `("keys", i)` in a list."""
+        if self.keys:
+            return [(("keys", i), key) for i, key in enumerate(self.keys)]
+        return [((), SigningKey(kid=self.kid, env=self.env, file=self.file))]
 
 
 class AttackRule(_Strict):
@@ -234,7 +290,17 @@ class Policy(_Strict):
     sources: dict[str, SourceEntry] = Field(default_factory=dict)
     fields: dict[str, FieldPolicy] = Field(default_factory=dict)
     alerts: Alerts = Field(default_factory=Alerts)
-    signing: dict[str, SigningKey] = Field(default_factory=dict)
+    signing: dict[str, SigningEntry] = Field(
+        default_factory=dict,
+        description="sources whose claims must be signed, and their keys; a bare name covers "
+        "every @region of the source, an exact id (name@region) only itself and takes "
+        "precedence over the bare name's keys for it",
+    )
+    signing_exempt: list[str] = Field(
+        default_factory=list,
+        description="systems of record and field owners a policy with `signing` accepts "
+        "unsigned on purpose (without this, such a policy is refused at load)",
+    )
     argumentation: Argumentation = Field(default_factory=Argumentation)
 
 

@@ -46,13 +46,25 @@ class PublishResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="PublishResult")
 
-    status: Literal["ok", "conflict"]
+    status: Literal["ok", "conflict", "rejected", "error"] = Field(
+        description="ok: applied; conflict: expected version not current; rejected: refused "
+        "(invalid, or past a limit: see reason); error: handling it failed (see reason)"
+    )
     path: str
-    version: int = Field(ge=0, description="ok: the new version; conflict: the current one")
+    version: int = Field(
+        ge=0,
+        description="ok: the new version; conflict and rejected: the current one "
+        "(0 when not known); error: 0",
+    )
     content_hash: str | None = Field(
         description="sha256 hex of that version's body (None: the document does not exist)"
     )
     request_id: str
     expected_version: int | None = Field(
         default=None, description="conflict: the version the request expected"
+    )
+    reason: str | None = Field(
+        default=None,
+        description="rejected: the limit or the problem; error: `internal_error: <type>: "
+        "<message>`",
     )

@@ -20,16 +20,23 @@ class VerdictSignal(BaseModel):
 
     request_id: str = Field(min_length=1, max_length=128)
     request_type: str | None = Field(
-        default=None, description="selects the expected checks when the policy lists them by type"
+        default=None,
+        max_length=128,
+        description="selects the expected checks when the policy lists them by type",
     )
-    check: str = Field(min_length=1, description="the check that produced the signal")
+    check: str = Field(
+        min_length=1, max_length=128, description="the check that produced the signal"
+    )
     argument: str | None = Field(
         default=None,
         min_length=1,
+        max_length=128,
         description="argument id, unique within the request; default: the check name",
     )
-    kind: str = Field(min_length=1, description="argument kind, matched by the attack rules")
-    claim: str = Field(description="what the check found, for humans")
+    kind: str = Field(
+        min_length=1, max_length=128, description="argument kind, matched by the attack rules"
+    )
+    claim: str = Field(max_length=4096, description="what the check found, for humans")
     strength: float = Field(ge=0, le=1)
     decision: CheckDecision
     observed_at: AwareDatetime = Field(description="when the check ran; drives the event clock")
@@ -65,6 +72,15 @@ class VerdictAttackRecord(BaseModel):
     type: AttackType
 
 
+class VerdictRefusedRecord(BaseModel):
+    """A signal refused on arrival (e.g. observed too far ahead of the clock), and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="the refused signal's argument id")
+    reason: str
+
+
 class VerdictDecision(BaseModel):
     """The decision for one request; topic `verdicts.decisions`, keyed by request id."""
 
@@ -77,7 +93,9 @@ class VerdictDecision(BaseModel):
     semantics: Literal["grounded", "complete", "preferred", "stable"]
     decision: VerdictOutcome = Field(description="undecided escalates: never a silent allow")
     action: VerdictAction
-    reason: str
+    reason: str = Field(
+        description="why; `internal_error: <type>: <message>` when deciding the request failed"
+    )
     tie: bool = Field(description="accepted arguments disagreed and the tie rule decided")
     timed_out: bool = Field(description="decided at the timeout with expected checks missing")
     expected_checks: list[str]
@@ -86,4 +104,7 @@ class VerdictDecision(BaseModel):
     extensions: list[list[str]]
     arguments: list[VerdictArgumentRecord]
     attacks: list[VerdictAttackRecord]
+    refused: list[VerdictRefusedRecord] = Field(
+        default_factory=list, description="signals refused on arrival, with the reason"
+    )
     decided_at: str

@@ -1,6 +1,6 @@
 """Call the demo MCP server's two tools, publish their results as claims, print the decision.
 
-    MCP_DEMO_BILLING_KEY=demo-secret python examples/mcp/client.py --invoice INV-1
+    MCP_DEMO_BILLING_KEY=$(openssl rand -hex 32) python examples/mcp/client.py --invoice INV-1
 
 starts `server.py` over stdio, calls `get_invoice_status` and `get_report_status` for each
 `--invoice`, maps every result to a claim with `mappings.yaml` (signing billing's claims

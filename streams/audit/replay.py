@@ -12,9 +12,10 @@ from typing import Any, Final
 
 from aiokafka import TopicPartition
 
-from streams.audit.resolve_file import LineError, internal_error
+from streams.audit.resolve_file import LineError
 from streams.core.claim import Claim, fact_key
 from streams.core.policy import CompiledPolicy
+from streams.core.processor import internal_error
 from streams.core.signing import BAD_SIGNATURE
 from streams.wire.codec import DecodeError, decode_claim
 from streams.wire.topics import TopicNames, partition_for
@@ -71,7 +72,12 @@ class Replayer:
         #: `on_decision`, and a long replay holds none of them)
         self.keep = keep
 
-    def _collect(self, handled: ClaimsHandled) -> None:
+    def _collect(self, handled: ClaimsHandled, source: str = "", number: int = 0) -> None:
+        """Hand on the decisions; a fact set aside is an error (as its claims are live DLQ)."""
+        for aside in handled.quarantined:
+            where = source or self.topic
+            reason = f"{aside.reason} (fact {aside.key[:200]}, {len(aside.claims)} claim(s))"
+            self.result.errors.append(LineError(where, number, "fact", reason))
         for decided, body in zip(handled.decided, handled.bodies, strict=True):
             if self.keep:
                 self.result.decisions.append(decided.record)
@@ -111,9 +117,11 @@ class Replayer:
                 return LineError(source, number, "claim", str(exc))
             home = partition_for(claim.fact_key.encode(), self.partitions)
         handled = self.runtime.handle_claim(home, number, claim, raw, arrival_us=claim.observed_us)
-        self._collect(handled)
+        self._collect(handled, source, number)
         if _TAKEN.intersection(handled.events):
             return None
+        if any(c is claim for aside in handled.quarantined for c in aside.claims):
+            return None  # reported with its fact
         dlq = self.runtime.names.dlq
         reasons = [
             dict(s.headers).get("claimwatch.reason") for s in handled.sends if s.topic == dlq
@@ -133,7 +141,9 @@ class Replayer:
             self._collect(
                 self.runtime.handle(
                     record.partition, record.offset, record.key, record.value, record.timestamp_us
-                )
+                ),
+                f"{self.topic}[{record.partition}]",
+                record.offset,
             )
         except Exception as exc:  # one guard per record, as for file lines
             where = f"{self.topic}[{record.partition}]"

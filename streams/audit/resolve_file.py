@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.core.claim import Claim
-from streams.core.limits import clip
 from streams.core.policy import CompiledPolicy
+from streams.core.processor import internal_error, set_aside
 from streams.core.resolve import resolve
 from streams.core.signing import signature_problem
 from streams.wire.codec import DecodeError, decode_claim, dumps_line
@@ -41,11 +41,6 @@ class Batch:
     def claims_of(self, key: tuple[str, str]) -> list[Claim]:
         """The kept claims of a fact, in first-seen order."""
         return [claim for claim, _line in self.facts[key].values()]
-
-
-def internal_error(exc: BaseException) -> str:
-    """The reason for a record whose handling failed: `internal_error: <type>: <message>`."""
-    return f"internal_error: {type(exc).__name__}: {clip(str(exc), 200)}"
 
 
 def read_claims(
@@ -127,10 +122,11 @@ def _read_line(
 def resolve_batch(batch: Batch, policy: CompiledPolicy, now_us: int) -> Iterator[dict[str, Any]]:
     """One decision per fact, all claims of a fact taken as one observation at `now_us`.
 
-    Every record yielded encodes. Should deciding a fact fail, each of its claims is tried
-    alone: the lines whose claim fails alone become errors (`internal_error: ...`) and the
-    fact is decided without them; when the fault is in no single claim, all its lines are.
-    The errors end up in `batch.errors`, sorted by line, once the iteration is done.
+    Every record yielded encodes. Should deciding a fact fail, the fact is decided
+    `rejected` with the reason `internal_error: <type>: <message>` (every claim listed
+    `rejected`), and each of its lines is an error with that reason, as the worker dead-
+    letters the claims of such a fact. The errors end up in `batch.errors`, sorted by line,
+    once the iteration is done.
     """
     for _key, record, _line in _resolved(batch, policy, now_us):
         yield record
@@ -164,27 +160,15 @@ def _resolved(
 def _decide_fact(
     batch: Batch, claims: list[Claim], policy: CompiledPolicy, now_us: int
 ) -> tuple[dict[str, Any], bytes] | None:
-    """The fact's decision; on a failure, the decision without the claims that cause it."""
+    """The fact's decision; on a failure, its `rejected` decision (see `processor.set_aside`)."""
     try:
         return _decided(claims, policy, now_us)
     except Exception as exc:
         failure: Exception = exc
-    kept: list[Claim] = []
     for claim in claims:
-        try:
-            _decided([claim], policy, now_us)
-        except Exception as exc:
-            batch.errors.append(_claim_error(batch, claim, exc))
-        else:
-            kept.append(claim)
-    if kept:
-        try:
-            return _decided(kept, policy, now_us)
-        except Exception as exc:
-            failure = exc
-    for claim in kept:
         batch.errors.append(_claim_error(batch, claim, failure))
-    return None
+    _reason, record = set_aside(policy, claims[0].fact_key, claims, failure, now_us)
+    return record, dumps_line(record)
 
 
 def _decided(

@@ -10,7 +10,14 @@ import typer
 
 from streams.audit.explain import explain
 from streams.cli.common import fail
-from streams.client.facts import Answer, FactPages, WorkerUnavailable, env_worker_url
+from streams.client.facts import (
+    Answer,
+    ClaimRefused,
+    FactPages,
+    WorkerBusy,
+    WorkerUnavailable,
+    env_worker_url,
+)
 from streams.core.covering import QueryError, covering_ids, wait_seconds
 
 
@@ -40,7 +47,11 @@ def ask(
         ),
     ] = None,
 ) -> None:
-    """Print a fact's current decision, or the one covering given claims (exit 1 if none)."""
+    """Print a fact's current decision, or the one covering given claims (exit 1 if none).
+
+    A claim the worker dead-lettered (it will never be decided) exits 1 at once with the
+    worker's reason, as does a worker turning the request away (too many waiting).
+    """
     try:
         ids = covering_ids(covering)
         seconds = wait_seconds(wait)
@@ -49,7 +60,7 @@ def ask(
     url = worker_url or env_worker_url()
     try:
         answer = asyncio.run(_ask(url, subject, field, ids, seconds))
-    except (WorkerUnavailable, ValueError) as exc:
+    except (WorkerUnavailable, ClaimRefused, WorkerBusy, ValueError) as exc:
         fail(str(exc), 1)
     if answer.decision is not None:
         typer.echo(

@@ -16,11 +16,17 @@ import typer
 from streams.audit.resolve_file import LineError
 from streams.cli.common import fail, open_input
 from streams.client.publisher import InvalidClaim, validate
-from streams.policy.signing_keys import client_key
+from streams.policy.signing_keys import client_key, client_kid
 from streams.wire import kafka
 from streams.wire.codec import MAX_CLAIM_BYTES
 from streams.wire.kafka import env_bootstrap, env_prefix
-from streams.wire.topics import TopicNames, ensure_topics
+from streams.wire.topics import (
+    MissingTopic,
+    TopicNames,
+    TopicsRefused,
+    ensure_topics,
+    require_topics,
+)
 
 #: How many sends may wait for their acknowledgement before the reader waits for them.
 _IN_FLIGHT = 1000
@@ -40,7 +46,11 @@ class PublishResult:
 
 
 def check_line(
-    raw: bytes, source: str, number: int, signing_key: bytes | None = None
+    raw: bytes,
+    source: str,
+    number: int,
+    signing_key: bytes | None = None,
+    signing_kid: str | None = None,
 ) -> tuple[bytes, bytes] | LineError:
     """(key, value) of a valid claim line (signed when given a key), else the error."""
     if len(raw) > MAX_CLAIM_BYTES:
@@ -53,7 +63,7 @@ def check_line(
     if not isinstance(data, dict):
         return LineError(source, number, "claim", f"not a JSON object: {type(data).__name__}")
     try:
-        return validate(data, signing_key)
+        return validate(data, signing_key, signing_kid)
     except InvalidClaim as exc:
         key, _, reason = str(exc).partition(": ")
         claim_id = data.get("claim_id")
@@ -81,14 +91,29 @@ async def publish_file(
     partitions: int,
     on_error: Callable[[LineError], None],
     signing_key: bytes | None = None,
+    create_topics: bool = False,
+    signing_kid: str | None = None,
 ) -> PublishResult:
-    """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read."""
+    """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read.
+
+    The claims topic must exist (a worker of `prefix` made it), unless `create_topics`:
+    then the deployment's topics are made as the worker makes them, `partitions` each.
+    """
     names = TopicNames(prefix)
     result = PublishResult(topic=names.claims)
     producer = kafka.producer(bootstrap, linger_ms=5)
     try:
-        await _ensure_claims_topic(bootstrap, names, partitions)
+        if create_topics:
+            await ensure_topics(bootstrap, names, partitions)
+        else:
+            await require_topics(bootstrap, prefix, [names.claims])
         await producer.start()
+    except MissingTopic as exc:
+        await producer.stop()
+        raise PublishFailed(f"{exc}; or pass --create-topics to create them now") from None
+    except TopicsRefused as exc:
+        await producer.stop()
+        raise PublishFailed(str(exc)) from None
     except Exception as exc:
         await producer.stop()
         raise PublishFailed(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
@@ -99,7 +124,7 @@ async def publish_file(
             number += 1
             if not raw.strip():
                 continue
-            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key)
+            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key, signing_kid)
             if isinstance(checked, LineError):
                 result.errors.append(checked)
                 on_error(checked)
@@ -112,21 +137,6 @@ async def publish_file(
     finally:
         await producer.stop()
     return result
-
-
-async def _ensure_claims_topic(bootstrap: str, names: TopicNames, partitions: int) -> None:
-    """Create the deployment's topics when the claims topic is missing.
-
-    A claims topic auto-created by the first send would have one partition.
-    """
-    admin = kafka.admin(bootstrap)
-    await admin.start()
-    try:
-        exists = names.claims in set(await admin.list_topics())
-    finally:
-        await admin.close()
-    if not exists:
-        await ensure_topics(bootstrap, names, partitions)
 
 
 async def _settle(pending: list[asyncio.Future[Any]], result: PublishResult) -> None:
@@ -146,18 +156,30 @@ def publish(
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
     topic_prefix: Annotated[str | None, typer.Option(help="prefix of every topic name")] = None,
     partitions: Annotated[
-        int, typer.Option(help="partitions of the topics, if publish has to create them")
+        int, typer.Option(help="partitions of the topics, with --create-topics")
     ] = 4,
+    create_topics: Annotated[
+        bool,
+        typer.Option(
+            help="create the deployment's topics when missing (as the worker does), instead"
+            " of refusing: for publishing before the worker first starts"
+        ),
+    ] = False,
     sign_key_env: Annotated[
         str | None, typer.Option(help="sign every claim (HMAC-SHA256) with the key in this env var")
     ] = None,
     sign_key_file: Annotated[
         str | None, typer.Option(help="sign every claim with the key in this file")
     ] = None,
+    sign_kid: Annotated[
+        str | None,
+        typer.Option(help="the key's id (the policy's `kid`), sent in every claim as `kid`"),
+    ] = None,
 ) -> None:
     """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
     try:
         signing_key = client_key(sign_key_env, sign_key_file)
+        signing_kid = client_kid(sign_kid, signing_key)
     except ValueError as exc:
         fail(str(exc), 2)
 
@@ -178,6 +200,8 @@ def publish(
                     partitions=partitions,
                     on_error=report,
                     signing_key=signing_key,
+                    create_topics=create_topics,
+                    signing_kid=signing_kid,
                 )
             )
         except PublishFailed as exc:

@@ -18,6 +18,7 @@ from streams.client.publisher import Publisher
 from streams.core.timeutil import parse_rfc3339
 from streams.sim import live
 from streams.sim import simulate as sim
+from streams.wire.topics import MissingTopic
 
 
 def simulate(
@@ -112,6 +113,8 @@ def _live(
         sent = asyncio.run(run())
     except KafkaError as exc:
         fail(f"cannot publish: {exc or type(exc).__name__}", 1)
+    except MissingTopic as exc:
+        fail(str(exc), 1)
     except KeyboardInterrupt:
         typer.echo("simulate: stopped", err=True)
         return

@@ -43,7 +43,13 @@ def worker(
     data_dir: Annotated[Path, typer.Option(help="where the table store lives")] = Path(
         ".cache/worker"
     ),
-    app_id: Annotated[str, typer.Option(help="consumer group / app id")] = "claimwatch",
+    app_id: Annotated[
+        str | None,
+        typer.Option(
+            help="consumer group and local state name (default: claimwatch for the prefix"
+            " claimwatch., else claimwatch-<prefix>)"
+        ),
+    ] = None,
     standby_replicas: Annotated[
         int, typer.Option(help="warm standby copies of each table partition on other workers")
     ] = 0,

@@ -9,6 +9,10 @@ given a key, publishes them keyed by fact, then asks a worker for each fact's de
 became of them (won, outranked, rejected...). A fact with an open settle window is answered
 when the window closes. Nothing is polled: each request waits on the worker for the
 decision, and is asked again only when the worker's 30 s limit or an outage cut it short.
+A claim the worker dead-lettered (a bad signature, a claim id reused with other content)
+is never decided: `decide` raises `ClaimRefused` with the worker's reason as soon as every
+fact is answered, instead of waiting out the timeout; a worker holding as many waiting
+requests as it takes raises `WorkerBusy`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Final
 import orjson
 
 from schemas.claim import ClaimEnvelope
-from streams.client.facts import Answer, FactPages, WorkerUnavailable
+from streams.client.facts import Answer, ClaimRefused, FactPages, WorkerBusy, WorkerUnavailable
 from streams.client.publisher import Publisher, validate
 from streams.core.claim import fact_key
 from streams.core.covering import MAX_IDS
@@ -59,9 +63,12 @@ class Client:
         prefix: str | None = None,
         *,
         signing_key: bytes | None = None,
+        signing_kid: str | None = None,
         **producer: Any,
     ) -> None:
-        self.publisher = Publisher(bootstrap, prefix, signing_key=signing_key, **producer)
+        self.publisher = Publisher(
+            bootstrap, prefix, signing_key=signing_key, signing_kid=signing_kid, **producer
+        )
         self.pages = FactPages(worker_url)
 
     async def __aenter__(self) -> Client:
@@ -81,10 +88,13 @@ class Client:
         """Publish `claims`; the decision per fact (`subject|field`) that covers them.
 
         Facts come in the order of their first claim. Raises `InvalidClaim` before sending
-        anything when a claim is invalid, `DecisionTimeout` when some fact is not decided
-        in `timeout` seconds.
+        anything when a claim is invalid; once every fact is answered, `ClaimRefused` when
+        the worker dead-lettered some claim (with each reason), `WorkerBusy` when it
+        turned a request away (429), `DecisionTimeout` when some fact is not decided in
+        `timeout` seconds.
         """
-        records = [validate(claim, self.publisher.signing_key) for claim in claims]
+        publisher = self.publisher
+        records = [validate(c, publisher.signing_key, publisher.signing_kid) for c in claims]
         facts: dict[str, tuple[str, str, list[str]]] = {}
         for _key, value in records:
             sent = orjson.loads(value)
@@ -104,7 +114,10 @@ class Client:
         pending: dict[str, list[str]] = {}
         current: dict[str, dict[str, Any] | None] = {}
         reasons = []
+        _raise_refusals(facts, answers)
         for key, (answer, reason) in zip(facts, answers, strict=True):
+            if isinstance(answer, Exception):
+                continue
             if answer is not None and answer.covered and answer.decision is not None:
                 decided[key] = answer.decision
             else:
@@ -120,8 +133,11 @@ class Client:
 
     async def _covering(
         self, subject: str, field_name: str, ids: list[str], deadline: float
-    ) -> tuple[Answer | None, str]:
-        """The fact's decision covering `ids` by `deadline`, or the last answer and why not."""
+    ) -> tuple[Answer | ClaimRefused | WorkerBusy | None, str]:
+        """The fact's decision covering `ids` by `deadline`, or the last answer and why not.
+
+        A refused claim or a busy worker ends the wait at once: the error is the answer.
+        """
         loop = asyncio.get_running_loop()
         answer: Answer | None = None
         reason = "no answer yet"
@@ -135,6 +151,8 @@ class Client:
                 reason = str(exc)
                 await asyncio.sleep(min(RETRY_S, max(0.0, deadline - loop.time())))
                 continue
+            except (ClaimRefused, WorkerBusy) as exc:
+                return exc, str(exc)
             if answer.covered:
                 return answer, "covered"
             if answer.decision is None:
@@ -150,3 +168,22 @@ class Client:
             if not answer.covered:
                 return answer
         return answer
+
+
+def _raise_refusals(
+    facts: Mapping[str, Any], answers: Iterable[tuple[Answer | Exception | None, str]]
+) -> None:
+    """Raise what the worker refused: `ClaimRefused` (every refused claim), else `WorkerBusy`."""
+    refused: dict[str, str] = {}
+    reasons: list[str] = []
+    busy: WorkerBusy | None = None
+    for key, (answer, reason) in zip(facts, answers, strict=True):
+        if isinstance(answer, ClaimRefused):
+            refused.update(answer.refused)
+            reasons.append(f"{key}: {reason}")
+        elif isinstance(answer, WorkerBusy) and busy is None:
+            busy = answer
+    if refused or reasons:
+        raise ClaimRefused("the worker dead-lettered claims: " + "; ".join(reasons), refused)
+    if busy is not None:
+        raise busy

@@ -27,7 +27,7 @@ from streams.core.merge import merge
 from streams.wire import kafka
 from streams.wire.codec import dumps, loads
 from streams.wire.kafka import env_prefix
-from streams.wire.topics import TopicNames
+from streams.wire.topics import TopicNames, require_topics
 
 #: Merged publishes tried again after another writer slipped in, before `contention`.
 MAX_RETRIES: Final = 3
@@ -56,6 +56,7 @@ class DocsClient:
         self.web_url = web_url.rstrip("/") if web_url else None
         self.timeout = timeout
         self.max_retries = max_retries
+        self._bootstrap = bootstrap
         self._producer = kafka.producer(bootstrap)
         self._consumer = kafka.consumer(bootstrap, isolation_level="read_uncommitted")
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -63,6 +64,15 @@ class DocsClient:
         self._http: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> DocsClient:
+        """Start; `MissingTopic` (nothing is created) when the document topics are absent."""
+        try:
+            await require_topics(
+                self._bootstrap, self.names.prefix, [self.names.publish, self.names.publish_results]
+            )
+        except BaseException:
+            await self._consumer.stop()
+            await self._producer.stop()
+            raise
         await self._producer.start()
         try:
             await self._consumer.start()
@@ -110,11 +120,13 @@ class DocsClient:
     ) -> dict[str, Any]:
         """Publish `body` as the version after `expected_version` (0: a new document).
 
-        Returns the store's result (`status` ok or conflict). With ``on_conflict="merge"`` a
-        conflict is merged with the latest version: clean -> republished (``merged: true``,
-        ``base_version``, ``their_version``); overlapping -> ``status: conflict``,
-        ``mergeable: false`` and the body with git-style markers, nothing published; still
-        conflicting after `max_retries` merged publishes -> ``reason: contention``.
+        Returns the store's result (`status` ok or conflict; rejected or error with a
+        `reason`: a body past the size limit, a request the worker failed on). With
+        ``on_conflict="merge"`` a conflict is merged with the latest version: clean ->
+        republished (``merged: true``, ``base_version``, ``their_version``); overlapping ->
+        ``status: conflict``, ``mergeable: false`` and the body with git-style markers,
+        nothing published; still conflicting after `max_retries` merged publishes ->
+        ``reason: contention``.
         """
         if on_conflict not in ("fail", "merge"):
             raise ValueError(f"on_conflict: {on_conflict!r} is not one of fail, merge")
@@ -122,8 +134,8 @@ class DocsClient:
             raise ValueError("on_conflict='merge' needs web_url (a worker's HTTP address)")
         request = {"path": path, "body": body, "expected_version": expected_version}
         result = await self.send({**request, "op": "publish"})
-        if result["status"] == "ok" or on_conflict == "fail":
-            return result
+        if result["status"] != "conflict" or on_conflict == "fail":
+            return result  # ok, a conflict to report, or rejected/error (with a reason)
         return await merge_and_publish(
             self.send, self.fetch, path, body, expected_version, result, self.max_retries
         )
@@ -180,7 +192,10 @@ class DocsClient:
             raise
 
     async def fetch(self, path: str, version: int | None = None) -> dict[str, Any] | None:
-        """A worker's ``GET /docs/{path}[/v/{n}]`` page (None: 404); 503s are waited out."""
+        """A worker's ``GET /docs/{path}[/v/{n}]`` page; 503s are waited out.
+
+        None for 404, and for 410 (a version dropped beyond the versions a document keeps).
+        """
         if self.web_url is None or self._http is None:
             raise DocsError("fetching documents needs web_url and `async with`")
         url = f"{self.web_url}/docs/{quote(path, safe='/')}"
@@ -191,7 +206,7 @@ class DocsClient:
         while time.monotonic() < deadline:
             try:
                 async with self._http.get(url) as response:
-                    if response.status == 404:
+                    if response.status in (404, 410):
                         return None
                     if response.status == 200:
                         page: dict[str, Any] = await response.json()
@@ -254,6 +269,8 @@ async def merge_and_publish(
                 "their_version": theirs,
                 "retries": attempt,
             }
+        if result["status"] != "conflict":
+            return result  # rejected (e.g. the merged body past the limit) or error
         last = result
     return {
         "status": "conflict",

@@ -4,7 +4,9 @@
 fact's owner). The answer is an `Answer`: 200 with the decision (covering the ids, when
 given), 404 when the fact has none, 408 when none covered the ids within the wait (with the
 current decision, if any). A worker that cannot be reached or is not ready is a
-`WorkerUnavailable`; a query the worker refuses is a `ValueError` with its reason.
+`WorkerUnavailable`; a query the worker refuses is a `ValueError` with its reason; a claim
+it dead-lettered (422: it will never be decided) a `ClaimRefused` naming the reason; a
+worker holding as many waiting requests as it takes (429) a `WorkerBusy`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,25 @@ def env_worker_url() -> str:
 
 class WorkerUnavailable(ConnectionError):
     """No worker answered at the URL, or it is not ready (recovering, owner unknown)."""
+
+
+class ClaimRefused(ValueError):
+    """A claim was dead-lettered (bad signature, id reused...): it will never be decided.
+
+    `refused` maps each such claim id to the worker's reason.
+    """
+
+    def __init__(self, message: str, refused: dict[str, str]) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+class WorkerBusy(RuntimeError):
+    """The worker holds as many waiting requests as it takes (429); ask again later."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +112,17 @@ class FactPages:
         try:
             async with self._session.get(url, params=params, timeout=timeout) as response:
                 status = response.status
+                retry_after = response.headers.get("Retry-After")
                 body: Any = await response.json(content_type=None)
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
             reason = str(exc) or type(exc).__name__
             raise WorkerUnavailable(f"no answer from the worker at {self.url}: {reason}") from None
-        return _answer(self.url, status, body, list(covering or ()))
+        return _answer(self.url, status, body, list(covering or ()), retry_after)
 
 
-def _answer(url: str, status: int, body: Any, ids: list[str]) -> Answer:
+def _answer(
+    url: str, status: int, body: Any, ids: list[str], retry_after: str | None = None
+) -> Answer:
     """The answer of a page's status and JSON body."""
     decision = body if isinstance(body, dict) and "decision_id" in body else None
     error = body.get("error") if isinstance(body, dict) else None
@@ -108,6 +132,23 @@ def _answer(url: str, status: int, body: Any, ids: list[str]) -> Answer:
         return Answer(status, decision, missing(decision, ids))
     if status == 400:
         raise ValueError(f"the worker refused the query: {error or body}")
+    if status == 422:
+        refused = body.get("refused") if isinstance(body, dict) else None
+        reasons = {str(k): str(v) for k, v in refused.items()} if isinstance(refused, dict) else {}
+        raise ClaimRefused(str(error or f"the worker at {url} refused a claim"), reasons)
+    if status == 429:
+        raise WorkerBusy(
+            f"the worker at {url} is busy: {error or 'status 429'}", _seconds(retry_after)
+        )
     if status == 503:
         raise WorkerUnavailable(f"the worker at {url} is not ready: {error or 'status 503'}")
     raise WorkerUnavailable(f"the worker at {url} answered {status}: {error or body}")
+
+
+def _seconds(retry_after: str | None) -> float:
+    """The seconds of a Retry-After header (1 when absent or not a number of seconds)."""
+    try:
+        seconds = float(retry_after or "")
+    except ValueError:
+        return 1.0
+    return seconds if 0 <= seconds <= MAX_WAIT_S else 1.0

@@ -266,7 +266,9 @@ def claim_from_result(
     if claim_id is None:
         claim_id = "mcp-" + hashlib.sha256(canonical_bytes(envelope)).hexdigest()[:32]
     envelope = {"claim_id": claim_id, **envelope}
-    return signed(envelope, signing_key) if signing_key is not None else envelope
+    if signing_key is None:
+        return envelope
+    return signed(envelope, signing_key, mapping.signing.kid if mapping.signing else None)
 
 
 def _observed_at(mapping: ToolMapping, payload: Mapping[str, Any] | None, now: str) -> str:

@@ -10,9 +10,10 @@ from pydantic import ValidationError
 
 from schemas.claim import ClaimEnvelope
 from streams.core.signing import signed
+from streams.policy.signing_keys import key_problem
 from streams.wire import kafka
 from streams.wire.kafka import env_prefix
-from streams.wire.topics import TopicNames
+from streams.wire.topics import TopicNames, require_topics
 
 
 class InvalidClaim(ValueError):
@@ -20,9 +21,14 @@ class InvalidClaim(ValueError):
 
 
 def validate(
-    claim: Mapping[str, Any] | ClaimEnvelope, signing_key: bytes | None = None
+    claim: Mapping[str, Any] | ClaimEnvelope,
+    signing_key: bytes | None = None,
+    signing_kid: str | None = None,
 ) -> tuple[bytes, bytes]:
-    """(key, value) of a claim after validation; signed (HMAC-SHA256) when given a key."""
+    """(key, value) of a claim after validation; signed (HMAC-SHA256) when given a key.
+
+    `signing_kid`: the id of the key (the policy's `kid`), written into the claim as `kid`.
+    """
     try:
         model = claim if isinstance(claim, ClaimEnvelope) else ClaimEnvelope.model_validate(claim)
     except ValidationError as exc:
@@ -38,7 +44,7 @@ def validate(
     if signing_key is not None:
         # sign exactly what the worker will decode: the JSON value, not the Python objects
         try:
-            value = orjson.dumps(signed(orjson.loads(value), signing_key))
+            value = orjson.dumps(signed(orjson.loads(value), signing_key, signing_kid))
         except ValueError as exc:
             raise InvalidClaim(f"claim: cannot be signed: {exc}") from None
     return model.fact_key().encode(), value
@@ -53,14 +59,27 @@ class Publisher:
         prefix: str | None = None,
         *,
         signing_key: bytes | None = None,
+        signing_kid: str | None = None,
         **producer: Any,
     ) -> None:
         self.names = TopicNames(prefix if prefix is not None else env_prefix())
+        problem = key_problem(signing_key, "signing_key") if signing_key is not None else None
+        if problem is not None:
+            raise ValueError(problem)
         #: when set, every claim is signed with it (the policy's `signing` key of its source)
         self.signing_key = signing_key
+        self._bootstrap = bootstrap
+        #: the id of that key (the policy's `kid`), carried by every claim as `kid`
+        self.signing_kid = signing_kid
         self._producer = kafka.producer(bootstrap, linger_ms=5, **producer)
 
     async def __aenter__(self) -> Publisher:
+        """Start sending; `MissingTopic` (nothing is created) when the claims topic is absent."""
+        try:
+            await require_topics(self._bootstrap, self.names.prefix, [self.names.claims])
+        except BaseException:
+            await self._producer.stop()  # made but never started: closed all the same
+            raise
         await self._producer.start()
         return self
 
@@ -69,7 +88,7 @@ class Publisher:
 
     async def publish(self, claim: Mapping[str, Any] | ClaimEnvelope) -> None:
         """Validate and send one claim (buffered; `flush` or leaving the block waits)."""
-        await self.send(*validate(claim, self.signing_key))
+        await self.send(*validate(claim, self.signing_key, self.signing_kid))
 
     async def send(self, key: bytes, value: bytes) -> None:
         """Send one claim as `validate` made it (key, value), without validating it again."""

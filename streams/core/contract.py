@@ -40,6 +40,8 @@ def check(claim: Claim, rule: FieldRule, now_us: int, memo: bool = False) -> Ver
     """
     if claim.arrival_error is not None:
         return Verdict(error=claim.arrival_error)
+    if rule.refusal is not None:  # a field the policy does not name
+        return Verdict(error=rule.refusal)
     if claim.time_error is not None or claim.observed_us is None:
         return Verdict(error=claim.time_error or "missing `observed_at`")
     status = claim.status

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from schemas.policy import Authority
-from streams.core.claim import memo_of
+from streams.core.claim import Claim, fact_key, memo_of
 from streams.core.entry import Entry
-from streams.core.limits import fit_for_json
+from streams.core.limits import clip, fit_for_json
 from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule
 from streams.core.timeutil import as_rfc3339, format_rfc3339
@@ -45,9 +45,18 @@ def decision_id(policy_version: str, fact: str, pairs: list[tuple[str, str]]) ->
     return "dec_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def action_for(outcome: str, winner_class: Authority | None, rule: FieldRule) -> str:
-    """`proceed` on a resolution not won by a mere assertion; else escalate or degrade."""
-    if outcome == "resolved" and winner_class is not Authority.ASSERTED:
+def action_for(
+    outcome: str,
+    winner_class: Authority | None,
+    rule: FieldRule,
+    unregistered: Sequence[str] = (),
+) -> str:
+    """`proceed` on a resolution not won by a mere assertion; else escalate or degrade.
+
+    Nor is it `proceed` when `unregistered` names the sources that alone carry it (see
+    `precedence.unregistered_carriers`).
+    """
+    if outcome == "resolved" and winner_class is not Authority.ASSERTED and not unregistered:
         return "proceed"
     return "escalate" if rule.consequential else "degrade"
 
@@ -131,3 +140,74 @@ def alternative(entry: Entry, rule: FieldRule) -> dict[str, Any]:
 def claim_order(entry: Entry) -> tuple[int, str]:
     """Records list claims oldest first, ties by claim_id."""
     return (entry.observed_us, entry.claim_id)
+
+
+#: Longest text a quarantine record copies from a claim (its ids and names are shown whole
+#: up to this; a claim id is at most 128 characters).
+_PLAIN_MAX: Final = 256
+
+
+def quarantine_record(
+    policy_version: str,
+    subject: str,
+    field: str,
+    claims: list[Claim],
+    reason: str,
+    decided_at: str,
+    action: str,
+    views: Mapping[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The `rejected` decision of a fact whose deciding failed (`reason`: why).
+
+    Made of plain strings only (ids, names and times as sent, clipped), so that making and
+    encoding it cannot fail on the claims that made the ordinary path fail: every claim is
+    listed `rejected` with the reason as its error; the id is the usual hash of the policy
+    version, the fact key and the (claim_id, disposition) pairs. `views`: the authority and
+    lineage of each source, where the policy could tell them (else `derived`, the source).
+    """
+    listed: dict[str, dict[str, Any]] = {}
+    for claim in claims:
+        envelope = claim.envelope
+        authority, lineage = (views or {}).get(claim.source, ("derived", claim.source))
+        listed.setdefault(
+            str(claim.claim_id),
+            {
+                "claim_id": str(claim.claim_id),
+                "subject": subject,
+                "field": field,
+                "source": _plain(claim.source),
+                "observed_at": _plain(envelope.get("observed_at")),
+                "status": _plain(envelope.get("status")),
+                "authority": _plain(authority),
+                "lineage": _plain(lineage),
+                "disposition": "rejected",
+                "error": reason,
+            },
+        )
+    entries = [listed[cid] for cid in sorted(listed)]
+    pairs = [(cid, "rejected") for cid in sorted(listed)]
+    return {
+        "decision_id": decision_id(policy_version, fact_key(subject, field), pairs),
+        "subject": subject,
+        "field": field,
+        "policy_version": policy_version,
+        "outcome": "rejected",
+        "value": None,
+        "canonical": None,
+        "exists": None,
+        "conflict_kind": None,
+        "reason": reason,
+        "action": action,
+        "corroboration": 0,
+        "alternatives": [],
+        "decided_at": decided_at,
+        "claims": entries,
+    }
+
+
+def _plain(value: object) -> str | None:
+    """A value as a short plain string (None stays None; a non-string shows its type)."""
+    if value is None:
+        return None
+    text = value if type(value) is str else f"<{type(value).__name__}>"
+    return clip(text, _PLAIN_MAX)

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-#: How many conflict responses a document remembers for redelivered requests.
-REMEMBERED_CONFLICTS: Final = 64
+#: How many answers a document remembers by request id, so a redelivered request (the
+#: same id) is answered again as it was, not applied twice. At-least-once redelivery repeats
+#: recent records only; a bounded index keeps a document's head record small.
+REMEMBERED_ANSWERS: Final = 128
 #: Longest accepted document path (characters) and request id.
 MAX_PATH: Final = 512
 MAX_REQUEST_ID: Final = 128
-#: Largest body a version may have (UTF-8 bytes), so a version fits one Kafka record.
+#: Largest body a version may have by default (bytes of its stored JSON form), so a
+#: version fits one Kafka record whatever its characters (a control character takes 6).
 MAX_BODY_BYTES: Final = 256 * 1024
+#: Versions a document keeps by default; the oldest beyond are dropped.
+MAX_VERSIONS: Final = 100
 OPS: Final = ("publish", "append")
 #: A path may not end like the versioned page's suffix (`.../v/<n>`), so URLs stay unambiguous.
 _VERSION_SUFFIX: Final = re.compile(r"(^|/)v/[0-9]+$")
@@ -56,12 +62,29 @@ class Version:
 
 
 @dataclass(frozen=True, slots=True)
+class DocLimits:
+    """The bounds of one document: versions kept and the size of a body."""
+
+    max_versions: int = MAX_VERSIONS
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_versions < 1 or self.max_body_bytes < 1:
+            raise ValueError("document limits must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
 class DocState:
-    """Every version of one document (oldest first) and its recent conflict responses."""
+    """The latest versions of one document (oldest first) and its recent answers by request id.
+
+    `versions` is a suffix of the history: the store keeps at most `max_versions`; a caller
+    may hold fewer (only the current one, which is all `apply` needs). `answers` maps recent
+    request ids to the answer given (oldest first, at most REMEMBERED_ANSWERS).
+    """
 
     path: str
     versions: tuple[Version, ...] = ()
-    conflicts: tuple[tuple[str, dict[str, Any]], ...] = ()
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def version(self) -> int:
@@ -74,10 +97,11 @@ class DocState:
         return self.versions[-1] if self.versions else None
 
     def at(self, number: int) -> Version | None:
-        """Version `number`, or None when it does not exist."""
-        if 1 <= number <= len(self.versions):
-            return self.versions[number - 1]
-        return None
+        """Version `number`, or None when it does not exist or is not held."""
+        if not self.versions:
+            return None
+        i = number - self.versions[0].number
+        return self.versions[i] if 0 <= i < len(self.versions) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +161,11 @@ def validate(data: object) -> Request:
     return Request(path, body, "append" if op == "append" else "publish", expected, rid)
 
 
+def stored_size(body: str) -> int:
+    """The bytes a body takes in its stored JSON form (escapes included), UTF-8."""
+    return len(json.dumps(body, ensure_ascii=False).encode())
+
+
 def _ok(state: DocState, version: Version) -> dict[str, Any]:
     return {
         "status": "ok",
@@ -147,32 +176,39 @@ def _ok(state: DocState, version: Version) -> dict[str, Any]:
     }
 
 
-def _earlier(state: DocState, request_id: str) -> dict[str, Any] | None:
-    """The response already given to `request_id`, if the document remembers it."""
-    for version in reversed(state.versions):
-        if version.request_id == request_id:
-            return _ok(state, version)
-    for rid, response in reversed(state.conflicts):
-        if rid == request_id:
-            return dict(response)
-    return None
+def _remember(
+    state: DocState, request_id: str, response: dict[str, Any], versions: tuple[Version, ...]
+) -> DocState:
+    """The state with `versions` and `response` remembered for `request_id` (bounded)."""
+    answers = dict(state.answers)
+    answers.pop(request_id, None)
+    answers[request_id] = response
+    while len(answers) > REMEMBERED_ANSWERS:
+        del answers[next(iter(answers))]
+    return DocState(state.path, versions, answers)
 
 
 def apply(
-    state: DocState, request: Request | Mapping[str, Any], request_id: str
+    state: DocState,
+    request: Request | Mapping[str, Any],
+    request_id: str,
+    limits: DocLimits | None = None,
 ) -> tuple[DocState, dict[str, Any]]:
     """Apply one request: (new state, response). A repeated request id changes nothing.
 
-    A mapping is validated first; RequestError when it is not a valid request or the new
-    version's body would exceed MAX_BODY_BYTES (nothing changes then).
+    A mapping is validated first (RequestError when it is not a valid request). A new
+    version whose body would take more than `max_body_bytes` stored is not made: the answer
+    is `rejected` with the limit in `reason`. Beyond `max_versions` the oldest versions are
+    dropped from the state.
     """
+    limits = limits if limits is not None else DocLimits()
     if not isinstance(request, Request):
         request = validate(request)
     if request.path != state.path:
         raise ValueError(f"request for {request.path!r} applied to {state.path!r}")
-    earlier = _earlier(state, request_id)
+    earlier = state.answers.get(request_id)
     if earlier is not None:
-        return state, earlier
+        return state, dict(earlier)
     current = state.current
     if request.op == "append":
         body = (current.body if current is not None else "") + request.body
@@ -187,11 +223,20 @@ def apply(
             "expected_version": request.expected_version,
             "request_id": request_id,
         }
-        kept = (*state.conflicts, (request_id, response))[-REMEMBERED_CONFLICTS:]
-        return DocState(state.path, state.versions, kept), response
-    size = len(body.encode("utf-8"))
-    if size > MAX_BODY_BYTES:
-        raise RequestError(f"body: the version would have {size} bytes, over {MAX_BODY_BYTES}")
+        return _remember(state, request_id, response, state.versions), response
+    size = stored_size(body)
+    if size > limits.max_body_bytes:
+        response = {
+            "status": "rejected",
+            "path": state.path,
+            "version": state.version,
+            "content_hash": current.content_hash if current is not None else None,
+            "request_id": request_id,
+            "reason": f"body: the version would take {size} bytes stored, over the limit of "
+            f"{limits.max_body_bytes} (CLAIMWATCH_DOC_MAX_BODY_BYTES)",
+        }
+        return _remember(state, request_id, response, state.versions), response
     version = Version(state.version + 1, body, content_hash(body), request_id)
-    new = DocState(state.path, (*state.versions, version), state.conflicts)
-    return new, _ok(new, version)
+    kept = (*state.versions, version)[-limits.max_versions :]
+    response = _ok(state, version)
+    return _remember(state, request_id, response, kept), response

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Final
 
 from schemas.policy import FieldType, OnConflict
 from streams.core.entry import Entry, by_recency
+from streams.core.limits import clip
 from streams.core.normalize import ABSENT
 from streams.core.policy import FieldRule, is_owner
+
+#: The dispositions of the claims a resolution rests on.
+CARRYING: Final = frozenset({"won", "corroborating"})
+#: The event (and metrics label) of a decision held back from `proceed` for that reason.
+UNREGISTERED_ONLY: Final = "unregistered_only"
+#: Source names a reason lists at most.
+_NAMES_SHOWN: Final = 3
 
 
 @dataclass(slots=True)
@@ -77,3 +87,38 @@ def _mark(representatives: list[Entry], verdict: Precedence, rule: FieldRule) ->
         else:
             entry.disposition = "outranked"
             entry.dissent = True
+
+
+def unregistered_carriers(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The sources of the claims a resolution rests on, when none of them is registered.
+
+    The carrying claims are the winner and the claims of its class that corroborate it
+    (agreement from a weaker class does not carry a value). [] when any of them is
+    registered or nothing won; else their sources, sorted. A value only unregistered
+    sources vouch for is unverified: its decision is never `proceed` (SPEC section 6),
+    whatever class the unregistered sources default to.
+    """
+    top = next((c["authority"] for c in claims if c["disposition"] == "won"), None)
+    names: set[str] = set()
+    for claim in claims:
+        if claim["disposition"] in CARRYING and claim["authority"] == top:
+            if not claim.get("unregistered"):
+                return []
+            names.add(str(claim["source"]))
+    return sorted(names)
+
+
+def unregistered_note(carriers: list[str]) -> str:
+    """The reason's clause for a resolution carried by unregistered sources only."""
+    shown = ", ".join(clip(name) for name in carriers[:_NAMES_SHOWN])
+    more = len(carriers) - _NAMES_SHOWN
+    return f"carried by unregistered sources only: {shown}" + (
+        f" and {more} more" if more > 0 else ""
+    )
+
+
+def unregistered_only(record: Mapping[str, Any]) -> bool:
+    """Whether a decision record is a resolution its unregistered sources alone carry."""
+    if record["outcome"] != "resolved" or record["action"] == "proceed":
+        return False
+    return bool(unregistered_carriers(record["claims"]))

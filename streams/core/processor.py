@@ -7,6 +7,7 @@ only from the records: claims' `observed_at` and tick records (SPEC section 6).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import sys
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -17,11 +18,15 @@ from schemas.durations import UNTIL_EDITED, format_duration
 from streams.core.alerts.entry import Entry, entry_of
 from streams.core.claim import Claim
 from streams.core.contract import check
+from streams.core.decision import action_for, quarantine_record
 from streams.core.freshness import stale_at
 from streams.core.lineage import cap_lineages
 from streams.core.policy import CompiledPolicy, FieldRule
+from streams.core.precedence import UNREGISTERED_ONLY, unregistered_only
 from streams.core.resolve import resolve, resolve_entries
+from streams.core.size import SizeOf, claim_size, over_budget
 from streams.core.state import FactState, content_hash
+from streams.core.timeutil import format_rfc3339
 
 #: Most claims kept per fact and most seen ids remembered per fact, whatever the budget.
 MAX_CLAIMS_PER_FACT = 64
@@ -61,6 +66,27 @@ class Decided:
         return None
 
 
+#: Longest exception message a quarantine reason quotes.
+MAX_ERROR_TEXT = 500
+
+
+@dataclass(slots=True)
+class Quarantined:
+    """A fact whose checking, deciding, pruning or storing raised, and what became of it.
+
+    It was decided `rejected` (`record`, also among the step's decisions), its state dropped;
+    its `claims` are to be dead-lettered with the `reason`. `error` is the exception, for
+    the edge to log once with its traceback.
+    """
+
+    key: str
+    field: str
+    reason: str
+    claims: list[Claim]
+    error: BaseException
+    record: dict[str, Any]
+
+
 @dataclass(slots=True)
 class StepResult:
     """What one input record produced."""
@@ -68,6 +94,19 @@ class StepResult:
     decisions: list[Decided] = field(default_factory=list)
     dead_letters: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    #: facts set aside because handling them raised (see `PartitionProcessor.quarantine`)
+    quarantined: list[Quarantined] = field(default_factory=list)
+
+
+def internal_error(exc: BaseException) -> str:
+    """`internal_error: <type>: <message>`, the message clipped; never raises."""
+    try:
+        message = str(exc)
+    except Exception:  # an exception whose text cannot be made
+        message = "<no message>"
+    if len(message) > MAX_ERROR_TEXT:
+        message = message[: MAX_ERROR_TEXT - 3] + "..."
+    return f"internal_error: {type(exc).__name__}: {message}"
 
 
 class PartitionProcessor:
@@ -82,8 +121,11 @@ class PartitionProcessor:
         alerts: bool = False,
         memo: bool = False,
         judge_arrivals: bool = True,
+        size_of: SizeOf = claim_size,
     ) -> None:
         self.policy = policy
+        #: how many bytes a claim brings to its fact (see core.size)
+        self.size_of = size_of
         #: whether each claim's contract is checked as it arrives, to count and dead-letter
         #: the rejected ones (a replay does not: a decision checks its claims anyway, and
         #: a rejected claim is decided `rejected` all the same; it is counted `kept`)
@@ -129,7 +171,11 @@ class PartitionProcessor:
                 continue
             if state.decided_at is None or not state.claims:
                 continue
-            record = resolve(state.claims, self.policy, state.decided_at)
+            try:
+                record = resolve(state.claims, self.policy, state.decided_at)
+            except Exception as exc:
+                self.quarantine(state.key, exc, result, state.decided_at, state)
+                continue
             if record["decision_id"] == state.last_id:
                 result.decisions.append(Decided(record, None, None, again=True))
         return result
@@ -155,8 +201,8 @@ class PartitionProcessor:
         """
         result = StepResult()
         pending = []  # the open windows, by deadline (a fact's entry may be earlier)
-        for key in self._latest:
-            state = self.facts.get(key)
+        for key in list(self._latest):
+            state = self._state(key, result)
             if state is not None and state.due_us is not None and state.window is not None:
                 pending.append((state.due_us, key, state))
         pending.sort(key=lambda item: (item[0], item[1]))
@@ -175,9 +221,56 @@ class PartitionProcessor:
         rule = self.policy.rule(claim.field)
         arrival_error = self._advance(claim, rule)
         self._close_due(result)
-        self._add(claim, rule, arrival_error, result)
+        try:
+            self._add(claim, rule, arrival_error, result)
+        except Exception as exc:  # confined to the claim's fact
+            self.quarantine(claim.fact_key, exc, result, self._now(), None, claim)
         self._close_due(result)
         return result
+
+    def quarantine(
+        self,
+        key: str,
+        exc: BaseException,
+        out: StepResult,
+        at_us: int,
+        state: FactState | None = None,
+        claim: Claim | None = None,
+    ) -> None:
+        """Set a fact aside: decided `rejected` (`internal_error: ...`), its state dropped.
+
+        Whatever raised while the fact was checked, decided, pruned or stored stays with it:
+        its decision lists every claim `rejected` with the reason (made of plain strings, so
+        it cannot fail the same way), the step reports it in `quarantined` (its claims go
+        to the DLQ, the exception is logged by the edge) and the rest of the partition goes
+        on. `state`: the fact's state as the failing step held it (else it is read, when it
+        can be); `claim`: the claim being added, when that is what failed.
+        """
+        if state is None:
+            try:
+                state = self.facts.get(key)
+            except Exception:  # the stored state itself does not decode
+                state = None
+        claims = list(state.claims) if state is not None else []
+        if claim is not None and all(c is not claim for c in claims):
+            claims.append(claim)
+        self._latest.pop(key, None)  # its deadline index entries are skipped from now on
+        with contextlib.suppress(KeyError):
+            del self.facts[key]
+        reason, record = set_aside(self.policy, key, claims, exc, at_us)
+        previous = (state.last_outcome, state.last_id) if state is not None else (None, None)
+        out.decisions.append(Decided(record, *previous))
+        field_name = record["field"]
+        out.quarantined.append(Quarantined(key, field_name, reason, claims, exc, record))
+        out.events.append("quarantined")
+
+    def _state(self, key: str, out: StepResult) -> FactState | None:
+        """The stored state of a fact; one that cannot be read is quarantined (None)."""
+        try:
+            return self.facts.get(key)
+        except Exception as exc:
+            self.quarantine(key, exc, out, self._now())
+            return None
 
     # ------------------------------------------------------------------ internals
 
@@ -220,14 +313,18 @@ class PartitionProcessor:
                 )
             return
         now = self._now()
-        horizon = rule.horizon_us
-        if claim.observed_us is not None and claim.observed_us < now - horizon:
-            out.events.append("expired")
-            out.dead_letters.append(
-                f"observed more than {format_duration(horizon)} (freshness + grace) before "
-                "the partition clock: too old to change any decision"
-            )
+        size = self.size_of(claim)
+        self._prune(state, rule, now)
+        refused = over_budget(size, state.held_bytes(self.size_of))
+        if refused is not None:  # DLQ only: never decided, its id not marked seen
+            out.events.append("over_budget")
+            out.dead_letters.append(refused)
             return
+        # a claim already past freshness + grace is kept until its fact's next decision,
+        # which lists it `stale` (every claim is answered); pruning drops it after that
+        if claim.observed_us is not None and claim.observed_us < now - rule.horizon_us:
+            out.events.append("stale_on_arrival")
+            state.late.add(claim.claim_id)
         if not rule.known:
             out.events.append("unknown_field")
         if arrival_error is not None:
@@ -240,6 +337,7 @@ class PartitionProcessor:
         else:
             out.events.append("accepted" if self.judge_arrivals else "kept")
         state.claims.append(claim)
+        state.add_bytes(size)
         opened, _ = state.window if state.window is not None else (now, now)
         state.window = (opened, now)
         self._prune(state, rule, now, added=True)
@@ -257,7 +355,7 @@ class PartitionProcessor:
             if latest.get(key) is not entry:
                 continue  # superseded by an earlier deadline
             del latest[key]
-            state = self.facts.get(key)
+            state = self._state(key, out)
             if state is None or state.due_us is None:
                 continue  # decided meanwhile (or gone)
             if state.due_us != due:  # moved on since: its entry goes where it now is
@@ -268,6 +366,13 @@ class PartitionProcessor:
             self._decide(state, due, out)
 
     def _decide(self, state: FactState, at_us: int, out: StepResult) -> None:
+        """Decide a fact at clock time `at_us`; a failure is confined to it (`quarantine`)."""
+        try:
+            self._decide_fact(state, at_us, out)
+        except Exception as exc:
+            self.quarantine(state.key, exc, out, at_us, state)
+
+    def _decide_fact(self, state: FactState, at_us: int, out: StepResult) -> None:
         rule = self.policy.rule(state.field)
         state.window = None
         state.due_us = None
@@ -285,8 +390,13 @@ class PartitionProcessor:
                     self.policy, state.track, record, state.last_outcome, at_us, resolved
                 )
             out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
+            if unregistered_only(record):
+                out.events.append(UNREGISTERED_ONLY)
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
             state.decided_offset, state.decided_at = self.position, at_us
+        if state.late:  # listed in a decision now: pruning may drop them from here on
+            state.late.clear()
+            state.pruned_at = None
         expiry = _next_expiry(state.claims, rule, at_us)
         if expiry is not None:
             self._schedule(state, expiry)
@@ -321,9 +431,9 @@ class PartitionProcessor:
 
         A state pruned at this clock time already has nothing to drop, unless the claim just
         `added` (the last) can push one out: the horizon has not moved, and an added claim
-        is never past it (`_add` refuses those). At settle 0 a claim's fact is pruned as it
-        is added and again as it is decided; in a replay whose clock stands still, at every
-        claim of the fact.
+        past it is kept until its fact's next decision (see `_add`). At settle 0 a claim's
+        fact is pruned as it is added and again as it is decided; in a replay whose clock
+        stands still, at every claim of the fact.
         """
         if state.pruned_at == now and not (added and self._may_push_out(state, rule)):
             return
@@ -347,7 +457,8 @@ class PartitionProcessor:
     def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
         """The pruning itself (see `_prune`)."""
         floor = now - rule.horizon_us
-        claims = [c for c in state.claims if (c.observed_us or now) >= floor]
+        late = state.late
+        claims = [c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late]
         if rule.freshness_us >= UNTIL_EDITED:
             newest: dict[str, Claim] = {}
             for claim in claims:
@@ -367,6 +478,8 @@ class PartitionProcessor:
                 if dropped.claim_id not in live:
                     when = dropped.observed_us if dropped.observed_us is not None else now
                     state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
+                    state.add_bytes(-self.size_of(dropped))
+                    late.discard(dropped.claim_id)
             state.claims = claims
         seen = state.seen
         if len(seen) > MAX_SEEN_PER_FACT or any(v[1] < floor for v in seen.values()):
@@ -378,6 +491,41 @@ class PartitionProcessor:
 
     def _now(self) -> int:
         return self.clock_us if self.clock_us is not None else 0
+
+
+def set_aside(
+    policy: CompiledPolicy, key: str, claims: list[Claim], exc: BaseException, at_us: int
+) -> tuple[str, dict[str, Any]]:
+    """The reason and the `rejected` decision of a fact whose handling raised `exc`.
+
+    Never raises: every part the policy gives (the action, each source's class) falls back
+    to a plain default when asking for it fails too (see `decision.quarantine_record`).
+    """
+    reason = internal_error(exc)
+    subject, _, field_name = key.rpartition("|")
+    try:
+        action = action_for("rejected", None, policy.rule(field_name))
+    except Exception:
+        action = "escalate"
+    views: dict[str, tuple[str, str]] = {}
+    for claim in claims:
+        try:
+            view = policy.source_view(field_name, claim.source)
+            views[claim.source] = (str(view.authority.value), view.lineage)
+        except Exception:
+            continue
+    record = quarantine_record(
+        policy.version, subject, field_name, claims, reason, _time_text(at_us), action, views
+    )
+    return reason, record
+
+
+def _time_text(at_us: int) -> str:
+    """A clock time as RFC 3339, or its number when it is beyond the calendar."""
+    try:
+        return format_rfc3339(at_us)
+    except Exception:
+        return str(at_us)
 
 
 def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from schemas.durations import format_duration
+from streams.core.precedence import unregistered_carriers, unregistered_note
 
 
 def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | None) -> str:
@@ -64,4 +65,7 @@ def reason_for(record: Mapping[str, Any], freshness_us: int, settled_by: str | N
         parts.append("an assertion is not proof of state")
     if disputed:
         parts.append(f"{disputed} user assertion(s) disagree: asserted, not verified")
+    carriers = unregistered_carriers(claims) if record["action"] != "proceed" else []
+    if carriers:
+        parts.append(unregistered_note(carriers))
     return "; ".join(parts)

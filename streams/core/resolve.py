@@ -19,7 +19,7 @@ from streams.core.freshness import is_stale
 from streams.core.lineage import collapse
 from streams.core.normalize import ABSENT
 from streams.core.policy import CompiledPolicy
-from streams.core.precedence import Precedence, decide
+from streams.core.precedence import Precedence, decide, unregistered_carriers
 from streams.core.reason import reason_for
 from streams.core.timeutil import format_rfc3339
 
@@ -111,6 +111,8 @@ def _record(
     entries.sort(key=claim_order)
     pairs = [(e.claim_id, e.disposition or "") for e in entries]
     exists = None if winner is None else winner.canon is not ABSENT
+    claims = [claim_record(e, memo) for e in entries]
+    carriers = unregistered_carriers(claims) if outcome == "resolved" else []
     record: dict[str, Any] = {
         "decision_id": decision_id(policy.version, fact, pairs),
         "subject": first.subject,
@@ -122,7 +124,7 @@ def _record(
         "exists": exists,
         "conflict_kind": verdict.conflict_kind if verdict is not None else None,
         "reason": "",
-        "action": action_for(outcome, winner.authority if winner else None, rule),
+        "action": action_for(outcome, winner.authority if winner else None, rule, carriers),
         "corroboration": (
             sum(1 for e in entries if e.disposition in ("won", "corroborating")) if winner else 0
         ),
@@ -132,7 +134,7 @@ def _record(
             else []
         ),
         "decided_at": format_rfc3339(now_us),
-        "claims": [claim_record(e, memo) for e in entries],
+        "claims": claims,
     }
     settled = verdict.settled_by.value if verdict and verdict.settled_by else None
     record["reason"] = reason_for(record, rule.freshness_us, settled)

@@ -63,14 +63,31 @@ class FactState:
     decided_at: int | None = None
     #: what the replica-lag detector follows of this fact (see core.alerts.lag_fact)
     track: FactTrack | None = None
+    #: ids of live claims that arrived past their freshness + grace: kept until the fact's
+    #: next decision lists them (`stale`), then pruned as usual
+    late: set[str] = dc_field(default_factory=set)
     #: the fact's key (made once)
     key: str = dc_field(default="", init=False, repr=False, compare=False)
     #: the clock time the claims were last pruned at, while they stay as pruned then (not
     #: stored: a restored state is pruned again; see `PartitionProcessor._prune`)
     pruned_at: int | None = dc_field(default=None, init=False, repr=False, compare=False)
+    #: the bytes of the live claims' envelopes (see core.size), once counted (not stored)
+    claim_bytes: int | None = dc_field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.key = fact_key(self.subject, self.field)
+
+    def held_bytes(self, size_of: Callable[[Claim], int]) -> int:
+        """The bytes of the live claims, counted with `size_of` on first use."""
+        held = self.claim_bytes
+        if held is None:
+            held = self.claim_bytes = sum(size_of(c) for c in self.claims)
+        return held
+
+    def add_bytes(self, size: int) -> None:
+        """A claim of `size` bytes joined (or, negative, left) the live claims."""
+        if self.claim_bytes is not None:
+            self.claim_bytes += size
 
     def seen_hash(self, claim_id: str) -> str | None:
         """The content digest of a claim id this fact has seen, if any."""
@@ -106,6 +123,8 @@ class FactState:
             obj["q"] = [self.decided_offset, self.decided_at]
         if self.track is not None:
             obj["g"] = self.track.pack()
+        if self.late:
+            obj["z"] = sorted(self.late)
         return obj
 
     @classmethod
@@ -126,6 +145,7 @@ class FactState:
             decided_offset=obj["q"][0] if "q" in obj else None,
             decided_at=obj["q"][1] if "q" in obj else None,
             track=FactTrack.unpack(obj["g"]) if "g" in obj else None,
+            late=set(obj.get("z", ())),
         )
 
 

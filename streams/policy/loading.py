@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from schemas.policy import Policy
 from streams.core.policy import CompiledPolicy
+from streams.policy.signing_cover import check_signing_cover
 from streams.policy.signing_keys import load_signing_keys
 from streams.policy.source import (
     MAX_POLICY_BYTES,
@@ -44,7 +45,7 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         raise PolicyError(path, 1, "", "a policy file must be a mapping with `policy_version`")
     use_unit_cache()  # a quantity field's unit is checked against pint's registry
     try:
-        return Policy.model_validate(data)
+        policy = Policy.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = tuple(p for p in error["loc"] if not str(p).startswith("function-"))
@@ -56,6 +57,8 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         if loc[:1] == ("signing",) and _literal_key(error["type"], loc):
             reason = _LITERAL_KEY
         raise PolicyError(path, line_of(root, loc), key, reason) from None
+    check_signing_cover(policy, root, path)
+    return policy
 
 
 def load_policy(path: str | Path, *, max_bytes: int = MAX_POLICY_BYTES) -> CompiledPolicy:
@@ -78,4 +81,6 @@ def _literal_key(kind: str, loc: tuple[int | str, ...]) -> bool:
     """Whether a validation error under `signing` is a key written into the policy."""
     if len(loc) == 2:  # `source: s3cret` instead of a mapping
         return kind in ("model_type", "model_attributes_type")
-    return len(loc) == 3 and kind == "extra_forbidden" and str(loc[2]).lower() in _SECRET_NAMES
+    if len(loc) == 4 and loc[2] == "keys":  # `keys: [s3cret]`
+        return kind in ("model_type", "model_attributes_type")
+    return kind == "extra_forbidden" and str(loc[-1]).lower() in _SECRET_NAMES

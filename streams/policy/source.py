@@ -48,6 +48,11 @@ UniqueKeyLoader.add_constructor(
 )
 
 
+def dotted(loc: tuple[int | str, ...]) -> str:
+    """A policy key as errors name it: `signing.ledger.keys.0.env`."""
+    return ".".join(str(p) for p in loc)
+
+
 def line_of(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """1-based line of the deepest node along a pydantic error location."""
     node, line = root, (root.start_mark.line + 1) if root is not None else None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import aiohttp
 import faust
 
 from streams.wire.kafka import client_security
@@ -109,7 +111,12 @@ def state_dir(settings: WorkerSettings) -> Path:
 
 def default_instance_id(settings: WorkerSettings) -> str:
     """The static member id of a worker: host name, web port and app id."""
-    return f"{socket.gethostname()}:{settings.web_port}:{settings.app_id}"
+    return f"{socket.gethostname()}:{settings.web_port}:{settings.app}"
+
+
+def _http_client(connections: int) -> aiohttp.ClientSession:
+    """The worker's HTTP client session: at most `connections` open at once."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections))
 
 
 def build_app(settings: WorkerSettings) -> Pipeline:
@@ -119,7 +126,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
     register_store()
     register_transport()
     app = faust.App(
-        settings.app_id,
+        settings.app,
         broker=broker_url(settings.bootstrap),
         store=store_url(settings.store),
         datadir=str(state_dir(settings)),
@@ -133,6 +140,16 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         broker_heartbeat_interval=settings.heartbeat_interval_s,
         consumer_group_instance_id=settings.instance_id or default_instance_id(settings),
         web_enabled=True,
+        # only our own read pages are open (see streams.worker.pages): Faust's raw table
+        # values, cluster router, statistics, graph and performance pages stay off
+        web_tables_enabled=False,
+        web_router_enabled=False,
+        web_stats_enabled=False,
+        web_graph_enabled=False,
+        web_metrics_enabled=False,
+        # the one session pages are forwarded through (`app.http_client`, made on first
+        # use, closed at stop), with room for as many requests as may wait on the owners
+        HttpClient=functools.partial(_http_client, settings.max_waiters),
         web_port=settings.web_port,
         web_bind=settings.web_bind or settings.web_host,
         web_host=settings.web_host,
@@ -153,7 +170,7 @@ def build_app(settings: WorkerSettings) -> Pipeline:
         """A bytes -> bytes table over its own compacted changelog topic (or the one given)."""
         if changelog is None:
             changelog = topic(
-                f"{names.prefix}{settings.app_id}.{name.replace('_', '-')}-changelog",
+                f"{names.prefix}{settings.app}.{name.replace('_', '-')}-changelog",
                 compacting=True,
                 internal=True,
             )

@@ -11,13 +11,15 @@ import functools
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 import faust
+import yarl
 from aiohttp import web as aioweb
 from faust.streams import _current_event
 
+from streams.core.covering import QueryError, wait_seconds
 from streams.wire.topics import partition_for
 from streams.worker.app import Pipeline
 from streams.worker.collector import collect_full
@@ -35,6 +37,11 @@ from streams.worker.liveness import CrashBudget
 from streams.worker.metrics import Metrics, Tally, dlq_reason_label, increment
 from streams.worker.pages import recovering
 from streams.worker.store import flush_all
+
+#: Seconds a forwarded page may take beyond the wait it asks for.
+FORWARD_SLACK_S: Final = 5.0
+#: The headers of the owner's answer a forwarded page passes on.
+FORWARDED_HEADERS: Final = ("Content-Type", "Retry-After", "X-Claimwatch-Missing")
 
 AgentFun = Callable[[Any], Awaitable[None]]
 Supervise = Callable[[str], Callable[[AgentFun], AgentFun]]
@@ -283,7 +290,7 @@ async def answer_elsewhere(pipe: Pipeline, key: bytes, web: Any, request: Any) -
     if owner is not None and owner.rstrip("/") != str(app.conf.canonical_url).rstrip("/"):
         if request.headers.get("X-Claimwatch-Forwarded"):
             return web.json({"error": "partition owner unknown"}, status=503)
-        return await _forward(owner, request)
+        return await _forward(app, owner, request)
     if recovering(app):
         return web.json({"error": "recovering"}, status=503)
     return None
@@ -306,12 +313,37 @@ def _owner_url(app: Any, pipe: Pipeline, key: bytes) -> str | None:
     return None
 
 
-async def _forward(owner: str, request: Any) -> Any:
-    url = owner.rstrip("/") + request.path
-    async with (
-        aiohttp.ClientSession() as session,
-        # the query too (`covering`, `wait`): the owner answers as if asked itself
-        session.get(url, params=request.query, headers={"X-Claimwatch-Forwarded": "1"}) as response,
-    ):
-        body = await response.read()
-        return aioweb.Response(body=body, status=response.status, content_type="application/json")
+async def _forward(app: Any, owner: str, request: Any) -> Any:
+    """The owner's answer to the same request, through the worker's one HTTP session.
+
+    The path is the request's raw one, as sent (`%2F` or `%3F` in a subject stay part of
+    it), with its query (`covering`, `wait`): the owner answers as if asked itself. It
+    may take the request's wait plus `FORWARD_SLACK_S`; an owner that does not answer
+    in that time, or cannot be reached, is a 504 or 503 with the reason.
+    """
+    url = yarl.URL(owner.rstrip("/") + request.raw_path, encoded=True)
+    timeout = aiohttp.ClientTimeout(total=_wait_of(request) + FORWARD_SLACK_S)
+    headers = {"X-Claimwatch-Forwarded": "1"}
+    try:
+        async with app.http_client.get(url, headers=headers, timeout=timeout) as response:
+            body = await response.read()
+            kept = {k: v for k in FORWARDED_HEADERS if (v := response.headers.get(k)) is not None}
+            return aioweb.Response(body=body, status=response.status, headers=kept)
+    except TimeoutError:
+        error = f"the worker owning this key ({owner}) did not answer in {timeout.total:g} s"
+        return _json_error(error, 504)
+    except (aiohttp.ClientError, OSError) as exc:
+        reason = str(exc) or type(exc).__name__
+        return _json_error(f"the worker owning this key ({owner}) is unreachable: {reason}", 503)
+
+
+def _wait_of(request: Any) -> float:
+    """The seconds a request asks to wait (`wait`), 0 when it gives none or a bad one."""
+    try:
+        return wait_seconds(request.query.get("wait"))
+    except QueryError:
+        return 0.0
+
+
+def _json_error(error: str, status: int) -> Any:
+    return aioweb.json_response({"error": error}, status=status)

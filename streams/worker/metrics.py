@@ -89,12 +89,27 @@ class Metrics:
             ["topic"],
             registry=r,
         )
+        self.quarantined_facts = Counter(
+            "claimwatch_quarantined_facts_total",
+            "Facts set aside because handling them raised: decided rejected, claims to the DLQ",
+            ["feature", "field"],
+            registry=r,
+        )
         self.agent_crashes = Counter(
             "claimwatch_agent_crashes_total",
             "Agents that stopped on an exception (Faust restarts them)",
             ["agent"],
             registry=r,
         )
+        self.quarantined = Counter(
+            "claimwatch_quarantined_total",
+            "Items set aside because handling them raised (a verdict request, a document), "
+            "each answered with an internal_error, by feature",
+            ["feature"],
+            registry=r,
+        )
+        for feature in ("verdicts", "documents"):
+            self.quarantined.labels(feature)
         self.consumer_lag = Gauge(
             "claimwatch_consumer_lag_records",
             "Records not yet committed by this worker: end offset minus committed offset",
@@ -115,6 +130,7 @@ class Metrics:
             self.alerts_firing.labels("conflict_spike", field, "other")
         for reason in DLQ_REASONS:
             self.dead_letters.labels(reason)
+        self.quarantined_facts.labels("claims", "other")
         # a series the paging rules can rate() before the first claim arrives
         self.claims.labels("other", "other", "ok")
         for field in sorted(self._fields):
@@ -237,6 +253,7 @@ def dlq_reason_label(reason: str) -> str:
         ("contract", "observed_at"),
         ("contract", "status"),
         ("contract", "contract_version"),
+        ("contract", "is not in policy"),
     ):
         if needle in lowered:
             return label

@@ -3,11 +3,17 @@
 /health is 200 only when recovery is done, every agent runs and the broker answered within
 `--health-broker-timeout`; otherwise 503 with the reasons. /metrics adds the consumer lag
 of every assigned partition (end offset minus committed offset) at scrape time.
+
+Only reads are open. `POST /agents/{name}/stop` changes the worker, so it takes the
+bearer token of `CLAIMWATCH_ADMIN_TOKEN` (`Authorization: Bearer <token>`): a form posted
+from another site cannot set that header, nor can anyone who merely reaches the port.
+Without a token configured the route is off (403).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from typing import Any
 
@@ -25,6 +31,33 @@ log = logging.getLogger(__name__)
 #: How often the broker is asked for its metadata, and how long one answer may take.
 PROBE_INTERVAL_S = 2.0
 PROBE_TIMEOUT_S = 5.0
+#: The shortest admin token taken (a shorter one leaves the admin routes off).
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+def admin_refusal(token: str | None, authorization: str | None) -> tuple[int, str] | None:
+    """Why a request with this `Authorization` header may not change the worker (None: it may).
+
+    403 when no usable token is configured (the route is off), 401 when the request does
+    not carry it. The token is compared in constant time.
+    """
+    if token is None:
+        return 403, (
+            "admin routes are off: set CLAIMWATCH_ADMIN_TOKEN (at least "
+            f"{MIN_ADMIN_TOKEN_CHARS} characters) for the worker, and send "
+            "`Authorization: Bearer <token>`"
+        )
+    if len(token) < MIN_ADMIN_TOKEN_CHARS:
+        return 403, (
+            f"admin routes are off: CLAIMWATCH_ADMIN_TOKEN is shorter than "
+            f"{MIN_ADMIN_TOKEN_CHARS} characters"
+        )
+    scheme, _, given = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    ):
+        return 401, "this route needs `Authorization: Bearer <CLAIMWATCH_ADMIN_TOKEN>`"
+    return None
 
 
 def recovering(app: Any) -> bool:
@@ -109,11 +142,21 @@ def install_health(
     def agent_named(name: str) -> Any | None:
         return next((a for a in app.agents.values() if a.name.rsplit(".", 1)[-1] == name), None)
 
+    token = pipe.settings.admin_token
+
     @app.page("/agents/{name}/stop")
     class AgentStop(View):
-        """POST: stop one agent (maintenance); /health is 503 until the worker restarts."""
+        """POST: stop one agent (maintenance); /health is 503 until the worker restarts.
+
+        It takes the admin token (see `admin_refusal`).
+        """
 
         async def post(self, request: Any, name: str) -> Any:
+            refusal = admin_refusal(token, request.headers.get("Authorization"))
+            if refusal is not None:
+                status, error = refusal
+                headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+                return self.json({"error": error}, status=status, headers=headers)
             agent = agent_named(name)
             if agent is None:
                 names = sorted(a.name.rsplit(".", 1)[-1] for a in app.agents.values())

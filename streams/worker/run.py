@@ -15,9 +15,9 @@ from typing import Any
 
 from faust import Worker
 
-from streams.core.argue.verdicts import VerdictConfig
+from streams.core.argue.verdicts import VerdictConfig, VerdictLimits
 from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, ensure_topics
+from streams.wire.topics import TopicNames, TopicsRefused, ensure_topics
 from streams.worker import collector
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
@@ -34,6 +34,7 @@ from streams.worker.loop import install_loop
 from streams.worker.metrics import Metrics
 from streams.worker.pages import install_health
 from streams.worker.plans.agents import install_plans, plans_edge
+from streams.worker.quiet_logs import quiet_faust_checks
 from streams.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
 from streams.worker.store import FLUSH_EVERY_S, partition_scan
 from streams.worker.verdicts.agents import install_verdicts
@@ -42,6 +43,8 @@ from streams.worker.verdicts.edge import VerdictsEdge
 log = logging.getLogger(__name__)
 
 
+#: Exit code of a worker whose topics are not as it needs them (the message says what to run).
+EXIT_TOPICS_REFUSED = 2
 #: Exit code of a worker stopped because an agent kept crashing.
 EXIT_AGENT_CRASHES = 3
 #: Exit code of a worker whose stop did not finish in time (see ClaimwatchWorker).
@@ -129,8 +132,14 @@ def wire(settings: WorkerSettings) -> Wired:
         wall_clock_us=lambda: int(time.time() * 1_000_000),
     )
     alerting = AlertRuntime(policy, settings.partitions, pipe.detectors)
+    limits = VerdictLimits(settings.verdict_max_signals, settings.verdict_max_request_bytes)
     edge = VerdictsEdge(
-        VerdictConfig.from_policy(policy.policy), names, settings.partitions, pipe.verdicts_table
+        VerdictConfig.from_policy(policy.policy, limits),
+        names,
+        settings.partitions,
+        pipe.verdicts_table,
+        lateness_us=int(settings.lateness_s * 1_000_000),
+        wall_clock_us=lambda: int(time.time() * 1_000_000),
     )
     metrics = Metrics(policy)
     budget = CrashBudget()
@@ -156,7 +165,14 @@ def wire(settings: WorkerSettings) -> Wired:
     install_store_flush(pipe.app, FLUSH_EVERY_S)
     install_alerts(pipe, alerting, metrics, supervise)
     install_verdicts(pipe, edge, metrics, supervise)
-    install_docs(pipe, DocsEdge(names, settings.partitions, pipe.docs), metrics, supervise)
+    docs = DocsEdge(
+        names,
+        settings.partitions,
+        pipe.docs,
+        max_versions=settings.doc_max_versions,
+        max_body_bytes=settings.doc_max_body_bytes,
+    )
+    install_docs(pipe, docs, metrics, supervise)
     install_health(pipe, metrics, budget, broker)
     return Wired(pipe, budget, stops.append)
 
@@ -168,8 +184,15 @@ def run_worker(settings: WorkerSettings) -> None:
     log.info("event loop: %s", loop)
     wired = wire(settings)
     names = TopicNames(settings.prefix)
-    asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
+    try:
+        fixed = asyncio.run(ensure_topics(settings.bootstrap, names, settings.partitions))
+    except TopicsRefused as refused:
+        print(f"claimwatch: the worker cannot use its topics:\n{refused}", file=sys.stderr)
+        raise SystemExit(EXIT_TOPICS_REFUSED) from None
+    for line in fixed:
+        log.warning("%s", line)
     logging.getLogger("faust").setLevel(settings.log_level.upper())
+    quiet_faust_checks()  # a rebalance: one line per minute, not a paragraph per partition
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
     worker.stop_timeout_s = settings.stop_timeout_s
     wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))

@@ -3,17 +3,50 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from streams.wire.kafka import env_bootstrap, env_prefix
+from streams.wire.kafka import DEFAULT_PREFIX, env_bootstrap, env_prefix
 from streams.worker.loop import DEFAULT_LOOP
 
 #: The store the worker keeps its tables in unless told otherwise (`--store`).
 DEFAULT_STORE: Final = "rocksdb://"
+#: The app id of the default prefix: what every deployment was before ids followed prefixes.
+DEFAULT_APP_ID: Final = "claimwatch"
+
+
+def default_app_id(prefix: str) -> str:
+    """The app id (consumer group, local state, changelog names) of a deployment's prefix.
+
+    One per prefix, so workers of two deployments on one broker never join one group. The
+    default prefix keeps `claimwatch`, so that an existing deployment keeps its committed
+    offsets and its tables' changelog topics; any other prefix `p` gets `claimwatch-p`.
+    """
+    return DEFAULT_APP_ID if prefix == DEFAULT_PREFIX else f"{DEFAULT_APP_ID}-{prefix}"
+
+
 #: Seconds a stop may take before the worker ends at once (`CLAIMWATCH_STOP_TIMEOUT_S`).
 DEFAULT_STOP_TIMEOUT_S: Final = 30.0
+#: Requests one worker lets wait for a decision at once, in all and per fact.
+DEFAULT_MAX_WAITERS: Final = 1024
+DEFAULT_MAX_WAITERS_PER_FACT: Final = 64
+
+
+def env_bound(name: str, default: int, low: int, high: int) -> int:
+    """A whole number from the environment variable `name` (else `default`), in low..high.
+
+    Anything else ends the process with exit code 2 and a message naming the variable.
+    """
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    text = raw.strip()
+    if len(text) <= 12 and text.isascii() and text.isdigit() and low <= int(text) <= high:
+        return int(text)
+    sys.stderr.write(f"claimwatch: {name}={raw[:40]!r}: give a whole number in {low}..{high}\n")
+    raise SystemExit(2)
 
 
 @dataclass(slots=True)
@@ -31,7 +64,8 @@ class WorkerSettings:
         default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_HOST") or "127.0.0.1"
     )
     web_bind: str | None = field(default_factory=lambda: os.environ.get("CLAIMWATCH_WEB_BIND"))
-    app_id: str = "claimwatch"
+    #: the consumer group and local state name; None: `default_app_id` of the prefix
+    app_id: str | None = None
     store: str = DEFAULT_STORE
     data_dir: Path = Path(".cache/worker")
     #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
@@ -69,6 +103,26 @@ class WorkerSettings:
     gc_full_every_s: float = field(
         default_factory=lambda: float(os.environ.get("CLAIMWATCH_GC_FULL_EVERY_S", "300"))
     )
+    #: versions a document keeps (the oldest beyond are dropped; their pages answer 410)
+    doc_max_versions: int = field(
+        default_factory=lambda: env_bound("CLAIMWATCH_DOC_MAX_VERSIONS", 100, 1, 100_000)
+    )
+    #: largest document body (bytes of its stored JSON form); a larger one is rejected
+    doc_max_body_bytes: int = field(
+        default_factory=lambda: env_bound(
+            "CLAIMWATCH_DOC_MAX_BODY_BYTES", 256 * 1024, 1024, 512 * 1024
+        )
+    )
+    #: signals one verdict request may hold; one more decides it undecided at once
+    verdict_max_signals: int = field(
+        default_factory=lambda: env_bound("CLAIMWATCH_VERDICT_MAX_SIGNALS", 16, 1, 32)
+    )
+    #: bytes the signals of one verdict request may take; beyond, decided undecided at once
+    verdict_max_request_bytes: int = field(
+        default_factory=lambda: env_bound(
+            "CLAIMWATCH_VERDICT_MAX_REQUEST_BYTES", 256 * 1024, 1024, 512 * 1024
+        )
+    )
     #: the event loop (streams.worker.loop): uvloop, or asyncio (`CLAIMWATCH_LOOP`)
     loop: str = field(default_factory=lambda: os.environ.get("CLAIMWATCH_LOOP", DEFAULT_LOOP))
     #: a stop asked for (SIGTERM, SIGINT) that has not finished after this many seconds
@@ -78,3 +132,25 @@ class WorkerSettings:
             os.environ.get("CLAIMWATCH_STOP_TIMEOUT_S", str(DEFAULT_STOP_TIMEOUT_S))
         )
     )
+    #: the bearer token that `POST /agents/{name}/stop` requires (`CLAIMWATCH_ADMIN_TOKEN`);
+    #: unset, the route is refused (see docs/operations.md). Never shown in a repr.
+    admin_token: str | None = field(
+        default_factory=lambda: os.environ.get("CLAIMWATCH_ADMIN_TOKEN") or None, repr=False
+    )
+    #: requests waiting for a covering decision (`?covering=&wait=`) this worker holds at
+    #: once, in all and per fact; one more is answered 429 with Retry-After
+    max_waiters: int = field(
+        default_factory=lambda: int(
+            os.environ.get("CLAIMWATCH_MAX_WAITERS", str(DEFAULT_MAX_WAITERS))
+        )
+    )
+    max_waiters_per_fact: int = field(
+        default_factory=lambda: int(
+            os.environ.get("CLAIMWATCH_MAX_WAITERS_PER_FACT", str(DEFAULT_MAX_WAITERS_PER_FACT))
+        )
+    )
+
+    @property
+    def app(self) -> str:
+        """The app id in use: the one given, else the prefix's (see `default_app_id`)."""
+        return self.app_id if self.app_id is not None else default_app_id(self.prefix)

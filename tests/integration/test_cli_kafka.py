@@ -101,8 +101,9 @@ async def test_publish_sends_valid_claims_keyed_by_fact_and_reports_the_invalid_
     path.write_text("\n".join([*lines[:3], bad, *lines[3:]]) + "\n")
 
     result = await _claimwatch(
-        "publish", "--bootstrap", kafka_bootstrap, "--topic-prefix", prefix, str(path)
-    )
+        "publish", "--bootstrap", kafka_bootstrap, "--topic-prefix", prefix, "--create-topics",
+        str(path),
+    )  # fmt: skip
 
     assert 1 == result.returncode, result.stderr
     assert f"{path}:4: status:" in result.stderr

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from streams.client.client import Client, DecisionTimeout
-from streams.client.facts import FactPages
+from streams.client.facts import ClaimRefused, FactPages, fact_path
 from streams.wire.topics import partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
@@ -109,24 +110,31 @@ async def test_decide_times_out_cleanly_when_no_worker_answers(kafka_bootstrap: 
 async def test_any_worker_answers_covering_by_forwarding_the_query_to_the_owner(
     workers: Workers, kafka_bootstrap: str
 ) -> None:
-    """Asked of the worker that does not own the fact, `covering` and `wait` still hold."""
+    """Asked of the worker that does not own the fact, `covering` and `wait` still hold.
+
+    The subjects hold `/` and `?` (sent as %2F and %3F): the forward keeps them in the path.
+    """
     first = await workers.launch(EXAMPLE_POLICY)
     second = await workers.launch(EXAMPLE_POLICY, prefix=first.prefix, app_id=first.app_id)
     await wait_for_ticks(kafka_bootstrap, first.prefix)
     subjects: dict[int, str] = {}
     n = 0
     while len(subjects) < 4:  # a fact on every partition: each worker owns some
-        subject = unique(f"invoice:fwd{n}")
+        subject = unique(f"invoice:fwd/{n}?x=")
         subjects.setdefault(partition_for(f"{subject}|{FIELD}".encode(), 4), subject)
         n += 1
     async with Client(first.url, kafka_bootstrap, first.prefix) as client:
         await client.decide([_claim(f"a-{s}", "billing-api", "paid", s) for s in subjects.values()])
         statuses: dict[tuple[str, int], Any] = {}
+        missing_headers: dict[tuple[str, int], str | None] = {}
         for subject in subjects.values():
             for index, worker in enumerate((first, second)):
                 async with FactPages(worker.url) as pages:
                     answer = await _settled(pages, subject, [f"b-{subject}"], 1.0)
                 statuses[(subject, index)] = (answer.status, answer.missing)
+                missing_headers[(subject, index)] = await _missing_header(
+                    worker.url, subject, f"b-{subject}"
+                )
         later = [_claim(f"b-{s}", "ledger-replica", "paid", s) for s in subjects.values()]
         await client.publisher.publish_many(later)
         covered: dict[tuple[str, int], Any] = {}
@@ -142,7 +150,16 @@ async def test_any_worker_answers_covering_by_forwarding_the_query_to_the_owner(
 
     keys = [(s, i) for s in subjects.values() for i in (0, 1)]
     assert {k: (408, [f"b-{k[0]}"]) for k in keys} == statuses
+    assert {k: f"b-{k[0]}" for k in keys} == missing_headers
     assert {k: (200, True) for k in keys} == covered
+
+
+async def _missing_header(url: str, subject: str, claim_id: str) -> str | None:
+    """The X-Claimwatch-Missing header of a 408 fact page, asked of the worker at `url`."""
+    page = url + fact_path(subject, FIELD) + f"?covering={claim_id}&wait=0.5"
+    async with aiohttp.ClientSession() as session, session.get(page) as response:
+        assert 408 == response.status, await response.text()
+        return response.headers.get("X-Claimwatch-Missing")
 
 
 async def _settled(pages: FactPages, subject: str, ids: list[str], wait: float) -> Any:
@@ -188,6 +205,8 @@ async def test_claimwatch_ask_prints_the_covering_decision_or_says_what_is_missi
     assert 1 == unknown.returncode and unknown.stderr.startswith("claimwatch: no decision for ")
 
 
+#: the signing key of SIGNED_POLICY's ledger (at least 32 bytes, as every policy key)
+DECIDE_KEY = b"decide-key-of-at-least-32-bytes!"
 SIGNED_POLICY = """\
 policy_version: decide-signed-1
 defaults: {settle: 0s}
@@ -203,17 +222,22 @@ signing:
 async def test_decide_signs_the_claims_when_given_the_sources_key(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A source that must sign: `Client(signing_key=...)` claims are decided, unsigned ones not."""
-    monkeypatch.setenv("CW_IT_DECIDE_KEY", "decide-key")  # the worker inherits it
+    """A source that must sign: signed claims are decided, an unsigned one refused at once."""
+    monkeypatch.setenv("CW_IT_DECIDE_KEY", DECIDE_KEY.decode())  # the worker inherits it
     worker = await workers.launch(write_policy(tmp_path, SIGNED_POLICY))
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     subject = unique("invoice:signed")
     url, prefix = worker.url, worker.prefix
-    async with Client(url, kafka_bootstrap, prefix, signing_key=b"decide-key") as client:
+    async with Client(url, kafka_bootstrap, prefix, signing_key=DECIDE_KEY) as client:
         decided = await client.decide([_claim("s-1", "ledger", "paid", subject)], timeout=30)
     async with Client(url, kafka_bootstrap, prefix) as client:
-        with pytest.raises(DecisionTimeout) as caught:
-            await client.decide([_claim("s-2", "ledger", "unpaid", unique("inv"))], timeout=3)
+        started = time.monotonic()
+        with pytest.raises(ClaimRefused) as caught:
+            await client.decide([_claim("s-2", "ledger", "unpaid", unique("inv"))], timeout=30)
+        took = time.monotonic() - started
     decision = decided[f"{subject}|{FIELD}"]
     assert ({"s-1": "won"}, "paid") == (_listed(decision), decision["value"])
-    assert ["s-2"] == next(iter(caught.value.pending.values()))
+    assert ["s-2"] == list(caught.value.refused)
+    assert caught.value.refused["s-2"].startswith("bad_signature: ")
+    assert "s-2" in str(caught.value) and "bad_signature" in str(caught.value)
+    assert took < 10  # answered at once, never waited out

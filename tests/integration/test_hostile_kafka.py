@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 HOSTILE = 2_100
 VALID = 600
 #: kinds whose times are absolute, written around the corpus's own T0 (September 2026):
-#: live, where the clock is today, they are too old and dead-lettered instead of decided
+#: live, where the clock is today, they are decided stale or dead-lettered as ahead
 ABSOLUTE_TIME_KINDS = frozenset({"time_an_hour_ahead", "time_leap_second"})
 
 

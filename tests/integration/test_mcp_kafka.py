@@ -46,7 +46,7 @@ async def test_mcp_tools_disagree_and_the_owner_wins_on_the_broker(
     workers: Workers, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Billing (owner) says paid, reporting says unpaid: resolved paid; a failed call is error."""
-    monkeypatch.setenv(KEY_ENV, "mcp-integration-secret")  # worker and client inherit it
+    monkeypatch.setenv(KEY_ENV, "mcp-integration-secret-32-bytes!")  # worker and client inherit it
     worker = await workers.launch(EXAMPLE / "policy.yaml")
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     code, lines, output = await run_client(

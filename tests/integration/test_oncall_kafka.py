@@ -21,7 +21,16 @@ import pytest
 
 from tests.support.claims import envelope
 from tests.support.incidents import lagging_replica
-from tests.support.kafka import REPO, Workers, publish_claims, rfc3339, wait_for_ticks, write_policy
+from tests.support.kafka import (
+    ADMIN_ENV,
+    ADMIN_HEADERS,
+    REPO,
+    Workers,
+    publish_claims,
+    rfc3339,
+    wait_for_ticks,
+    write_policy,
+)
 from tests.support.monitoring import Server, alertmanager, prometheus, webhook
 
 pytest_plugins = ["tests.support.kafka"]
@@ -90,7 +99,7 @@ async def test_incidents_page_the_on_call_through_prometheus_and_alertmanager(
     workers: Workers, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     """Spike and lag page; the lagging source's conflicts are inhibited; a stop pages."""
-    worker = await workers.launch(write_policy(tmp_path, POLICY))
+    worker = await workers.launch(write_policy(tmp_path, POLICY), extra_env=ADMIN_ENV)
     await wait_for_ticks(kafka_bootstrap, worker.prefix)
     delays: dict[str, float] = {}
     async with webhook() as hook:
@@ -143,7 +152,7 @@ async def test_incidents_page_the_on_call_through_prometheus_and_alertmanager(
 
             # 4. the worker stops processing claims
             started = time.monotonic()
-            status, _ = await worker.post("/agents/process_claims/stop")
+            status, _ = await worker.post("/agents/process_claims/stop", headers=ADMIN_HEADERS)
             assert 200 == status
             page = await hook.wait_for(60.0, alertname="ClaimwatchWorkerNotReady")
             delays["ClaimwatchWorkerNotReady"] = page.at - started

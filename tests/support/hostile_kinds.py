@@ -164,14 +164,20 @@ SIMPLE: Final[dict[str, tuple[str, dict[str, Any], str]]] = {
     "time_an_hour_ahead": ("status", {"observed_at": "2026-09-14T10:00:00Z"}, "rejected"),
     # the leap second is at minute 59 of hour 08, just before T0: decided, accepted or not
     "time_leap_second": ("status", {"observed_at": "2026-09-14T08:59:60Z"}, "decided"),
-    "time_a_day_old": ("status", {"observed_at": "2026-09-13T09:00:00Z"}, "expired"),
+    # past freshness + grace on arrival: decided as a stale claim of its fact, never dropped
+    "time_a_day_old": ("status", {"observed_at": "2026-09-13T09:00:00Z"}, "decided"),
     # Unicode that is valid and names a fact: decided
     "subject_right_to_left_marks": ("status", {"subject": "hostile:\u202eINV-1\u200f"}, "ok"),
-    "field_combining_characters": ("status", {"field": "sta\u0301tus\u0308"}, "ok"),
+    # a field the policy does not name is rejected (strict by default, SPEC section 6)
+    "field_combining_characters": ("status", {"field": "sta\u0301tus\u0308"}, "rejected"),
     "source_zero_width": ("status", {"source": "ledger\u200b\ufeff"}, "ok"),
     "subject_astral_plane": ("status", {"subject": "hostile:\U0001f9fe\U000e0001"}, "ok"),
     "subject_very_long": ("status", {"subject": "hostile:" + "s" * 20_000}, "ok"),
-    "unknown_field": ("status", {"field": "not_in_the_policy", "value": {"any": [1]}}, "ok"),
+    "unknown_field": (
+        "status",
+        {"field": "not_in_the_policy", "value": {"any": [1]}},
+        "rejected",
+    ),
     "not_found_without_value": ("status", {"status": "not_found", "value": _D}, "ok"),
     "many_unknown_keys": ("status", {f"x{n}": n for n in range(200)}, "ok"),
 }

@@ -44,6 +44,10 @@ READY_TIMEOUT = 90.0
 #: membership); only its output is unbuffered, so that the logs attached to a failing test
 #: are complete.
 WORKER_ENV = {"PYTHONUNBUFFERED": "1"}
+#: The admin token of the workers that tests stop agents of (`CLAIMWATCH_ADMIN_TOKEN`).
+ADMIN_TOKEN = "claimwatch-tests-admin-token"
+ADMIN_ENV = (("CLAIMWATCH_ADMIN_TOKEN", ADMIN_TOKEN),)
+ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 WORKERS_KEY = pytest.StashKey[list["WorkerProcess"]]()
 
@@ -226,12 +230,19 @@ class WorkerProcess:
         ):
             return response.status, await response.read()
 
-    async def post(self, path: str, *, timeout: float = 30.0) -> tuple[int, bytes]:
+    async def post(
+        self,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+        timeout: float = 30.0,
+    ) -> tuple[int, bytes]:
         """POST to a page of the worker: (status, body)."""
         client_timeout = aiohttp.ClientTimeout(total=timeout)
         async with (
             aiohttp.ClientSession(timeout=client_timeout) as session,
-            session.post(self.url + path) as response,
+            session.post(self.url + path, headers=dict(headers or {}), data=data) as response,
         ):
             return response.status, await response.read()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from streams.core.argue import VerdictArgument
+from streams.core.timeutil import format_rfc3339
 
 BASELINE = VerdictArgument("baseline_allow", "opa", "baseline", "allowed by default", 0.3, "allow")
 
@@ -33,3 +34,26 @@ POLICY: dict[str, Any] = {
         "remember": "60s",
     },
 }
+
+
+def signal_obj(
+    argument: VerdictArgument, at_us: int, request: str = "req-1", **extra: Any
+) -> dict[str, Any]:
+    """The JSON of one check's signal for an upload request, observed at `at_us`."""
+    return {
+        "request_id": request,
+        "request_type": "upload",
+        "check": argument.check,
+        "argument": argument.id,
+        "kind": argument.kind,
+        "claim": argument.claim,
+        "strength": argument.strength,
+        "decision": argument.decision,
+        "observed_at": format_rfc3339(at_us),
+        **extra,
+    }
+
+
+def many(count: int, kind: str = "noise", claim: str = "x") -> list[VerdictArgument]:
+    """`count` distinct arguments of one kind, each its own check, all allowing."""
+    return [VerdictArgument(f"a{i}", f"check-{i}", kind, claim, 0.5, "allow") for i in range(count)]

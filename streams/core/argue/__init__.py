@@ -3,8 +3,10 @@
 from streams.core.argue.decide import AttackRule, Verdict, VerdictArgument, decide
 from streams.core.argue.framework import Framework, FrameworkError, name_key
 from streams.core.argue.grounded import grounded_extension, grounded_labels
+from streams.core.argue.search import SearchLimit
 from streams.core.argue.semantics import (
     Acceptance,
+    Bounds,
     Semantics,
     acceptance,
     extensions,
@@ -14,8 +16,10 @@ from streams.core.argue.semantics import (
 __all__ = [
     "Acceptance",
     "AttackRule",
+    "Bounds",
     "Framework",
     "FrameworkError",
+    "SearchLimit",
     "Semantics",
     "Verdict",
     "VerdictArgument",

@@ -8,7 +8,8 @@ from typing import Final
 
 from streams.core.argue.framework import Framework
 from streams.core.argue.grounded import IN, OUT, grounded_labels
-from streams.core.argue.semantics import Semantics, extensions
+from streams.core.argue.search import SearchLimit
+from streams.core.argue.semantics import Bounds, Semantics, extensions
 
 #: Decisions a check can argue for, most restrictive first: the tie rule picks the first present.
 RESTRICTIVENESS: Final = ("deny", "modify", "allow")
@@ -87,6 +88,7 @@ def decide(
     arguments: Sequence[VerdictArgument],
     rules: Iterable[AttackRule],
     semantics: Semantics | str = Semantics.GROUNDED,
+    bounds: Bounds | None = None,
 ) -> Verdict:
     """Build the framework, compute the extensions of `semantics` and map them to a decision.
 
@@ -95,6 +97,7 @@ def decide(
     common decision, else `undecided`; with none (stable semantics can have none) it is
     `undecided`. `undecided` escalates: never a silent allow. `accepted` lists the arguments
     in every extension; `labels` is the grounded labelling (in, out, undec), for the audit.
+    With `bounds`, a framework whose extensions exceed them is `undecided`, the bound named.
     """
     kind = Semantics(semantics)
     ids = [argument.id for argument in arguments]
@@ -108,7 +111,11 @@ def decide(
             )
     attacks = attacks_from_rules(arguments, rules)
     framework = Framework.build(ids, [(a.attacker, a.attacked) for a in attacks])
-    found = extensions(framework, kind)
+    limited: str | None = None
+    try:
+        found = extensions(framework, kind, bounds)
+    except SearchLimit as exc:
+        found, limited = [], f"{exc} (the bound of one verdict); escalate"
     common = set(found[0]).intersection(*found[1:]) if found else set()
     named = [framework.named(ext) for ext in found]
     labels = {
@@ -130,6 +137,8 @@ def decide(
             reason,
         )
 
+    if limited is not None:
+        return verdict("undecided", False, limited)
     if not named:
         return verdict("undecided", False, f"no {kind} extension exists; escalate")
     outcomes = [_decide_one([by_id[name] for name in ext]) for ext in named]

@@ -11,6 +11,25 @@ ALL: Final = IN | OUT | UNDEC
 _SINGLE: Final = frozenset({IN, OUT, UNDEC})
 
 
+class SearchLimit(Exception):
+    """A computation met its bound (steps or extensions); the message names the bound."""
+
+
+class Budget:
+    """Branch steps the searches of one computation may take in all; SearchLimit beyond."""
+
+    __slots__ = ("left", "total")
+
+    def __init__(self, steps: int) -> None:
+        self.total = self.left = steps
+
+    def spend(self) -> None:
+        """One more step; SearchLimit once the budget is spent."""
+        self.left -= 1
+        if self.left < 0:
+            raise SearchLimit(f"the labelling search took more than {self.total} steps")
+
+
 class LabellingSearch:
     """Complete labellings of a framework given as attacker and target lists per index.
 
@@ -24,8 +43,13 @@ class LabellingSearch:
     """
 
     def __init__(
-        self, attackers: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
+        self,
+        attackers: Sequence[Sequence[int]],
+        targets: Sequence[Sequence[int]],
+        budget: Budget | None = None,
     ) -> None:
+        #: the steps the search may still take (shared with other searches; None: unbounded)
+        self.budget = budget
         self.attackers = attackers
         self.targets = targets
         n = len(attackers)
@@ -74,8 +98,11 @@ class LabellingSearch:
         if not stack:
             yield start
             return
+        budget = self.budget
         while stack:
             parent, chosen, label = stack.pop()
+            if budget is not None:
+                budget.spend()
             child = bytearray(parent)
             child[chosen] = label
             queue = [chosen]

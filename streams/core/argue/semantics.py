@@ -9,7 +9,7 @@ from enum import StrEnum
 
 from streams.core.argue.framework import Framework
 from streams.core.argue.grounded import IN, OUT, UNDEC, grounded_labels
-from streams.core.argue.search import ALL, LabellingSearch
+from streams.core.argue.search import ALL, Budget, LabellingSearch, SearchLimit
 
 
 class Semantics(StrEnum):
@@ -29,24 +29,46 @@ class Acceptance:
     skeptical: list[str]
 
 
-def extensions(framework: Framework, semantics: Semantics | str) -> list[tuple[int, ...]]:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How much one extensions computation may do: SearchLimit beyond either bound.
+
+    Complete, preferred and stable extensions can be exponentially many in the number of
+    arguments, and finding one can take exponentially many search steps; grounded is linear
+    and never limited.
+    """
+
+    max_extensions: int = 16
+    max_steps: int = 100_000
+
+
+def extensions(
+    framework: Framework, semantics: Semantics | str, bounds: Bounds | None = None
+) -> list[tuple[int, ...]]:
     """The extensions as ascending index tuples, sorted; the same input gives the same list.
 
     The grounded labelling is computed first (linear); every complete labelling agrees with it
     on its IN and OUT arguments, so the search only labels the UNDEC rest, one weakly connected
-    component at a time, and combines the components' results.
+    component at a time, and combines the components' results. With `bounds`, more than
+    `max_extensions` extensions or more than `max_steps` search steps raise SearchLimit.
     """
     kind = Semantics(semantics)
     labels = grounded_labels(framework)
     base = [i for i, label in enumerate(labels) if label == IN]
     if kind is Semantics.GROUNDED:
         return [tuple(base)]
+    budget = Budget(bounds.max_steps) if bounds is not None else None
+    most = bounds.max_extensions if bounds is not None else None
     per_component: list[list[list[int]]] = []
+    combinations = 1
     for component in _components(framework, labels):
-        found = _component_extensions(framework, component, kind)
+        found = _component_extensions(framework, component, kind, budget, most)
         if not found:
             return []  # no stable extension in one component: none at all
         per_component.append(found)
+        combinations *= len(found)
+        if most is not None and combinations > most:
+            raise SearchLimit(f"more than {most} {kind} extensions")
     combined = [
         tuple(sorted(itertools.chain(base, *parts))) for parts in itertools.product(*per_component)
     ]
@@ -102,37 +124,52 @@ def _components(framework: Framework, labels: bytearray) -> Iterator[list[int]]:
 
 
 def _component_extensions(
-    framework: Framework, component: list[int], kind: Semantics
+    framework: Framework,
+    component: list[int],
+    kind: Semantics,
+    budget: Budget | None = None,
+    most: int | None = None,
 ) -> list[list[int]]:
-    """The IN sets (global indices) of one component's labellings under `kind`."""
+    """The IN sets (global indices) of one component's labellings under `kind`.
+
+    More than `most` of them raise SearchLimit (None: no bound).
+    """
     local = {g: i for i, g in enumerate(component)}
     attackers = [[local[b] for b in framework.attackers[g] if b in local] for g in component]
     targets = [[local[c] for c in framework.targets[g] if c in local] for g in component]
-    search = LabellingSearch(attackers, targets)
+    search = LabellingSearch(attackers, targets, budget)
 
     def ins(labelling: bytearray) -> list[int]:
         return [component[i] for i, label in enumerate(labelling) if label == IN]
 
-    if kind is Semantics.COMPLETE:
-        return [ins(found) for found in search.labellings(search.initial(ALL))]
-    if kind is Semantics.STABLE:
-        return [ins(found) for found in search.labellings(search.initial(IN | OUT))]
-    return [ins(found) for found in _preferred(search, len(component))]
+    if kind is Semantics.PREFERRED:
+        return [ins(found) for found in _preferred(search, len(component), most)]
+    allowed = ALL if kind is Semantics.COMPLETE else IN | OUT
+    found = list(itertools.islice(search.labellings(search.initial(allowed)), _plus_one(most)))
+    if most is not None and len(found) > most:
+        raise SearchLimit(f"more than {most} {kind} extensions")
+    return [ins(labelling) for labelling in found]
 
 
-def _preferred(search: LabellingSearch, size: int) -> list[bytearray]:
+def _plus_one(most: int | None) -> int | None:
+    return None if most is None else most + 1
+
+
+def _preferred(search: LabellingSearch, size: int, most: int | None = None) -> list[bytearray]:
     """Maximal complete labellings (by IN set), found one at a time.
 
     Find any complete labelling not inside a preferred extension found so far, then grow it
     (fix its IN arguments, ask for one more IN) until it cannot grow: that is a new preferred
     extension; exclude it and its subsets by a clause "some argument outside it is IN".
     """
-    grow = LabellingSearch(search.attackers, search.targets)
+    grow = LabellingSearch(search.attackers, search.targets, search.budget)
     found: list[bytearray] = []
     while True:
         current = search.first(search.initial(ALL))
         if current is None:
             return found
+        if most is not None and len(found) >= most:
+            raise SearchLimit(f"more than {most} preferred extensions")
         while True:
             inside = [i for i in range(size) if current[i] == IN]
             outside = [i for i in range(size) if current[i] != IN and current[i] != OUT]

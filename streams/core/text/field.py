@@ -20,21 +20,27 @@ class TextNormalizer(_StringNormalizer):
     """
 
     groups_duplicates = True
-    #: Bound on the analyzed passages kept per field (a cache: results never depend on it).
+    #: Bound on the analyzed passages kept per field, in number and in characters of text
+    #: (a cache: results never depend on it; a passage's analysis is a few times its size).
     _MAX_PASSAGES: Final = 4096
+    _MAX_CACHED_CHARS: Final = 4_000_000
 
     def __init__(self, field: FieldPolicy) -> None:
         super().__init__(field)
         self._passages: dict[str, Passage] = {}
+        self._cached_chars = 0
 
     def passage(self, text: str) -> Passage:
         """The analysis of a canonical passage, computed once."""
         found = self._passages.get(text)
         if found is None:
             found = analyze(text)
-            if len(self._passages) >= self._MAX_PASSAGES:
+            full = self._cached_chars + len(text) > self._MAX_CACHED_CHARS
+            if full or len(self._passages) >= self._MAX_PASSAGES:
                 self._passages.clear()
+                self._cached_chars = 0
             self._passages[text] = found
+            self._cached_chars += len(text)
         return found
 
     def verdict(self, a: str, b: str) -> Verdict:

@@ -14,6 +14,9 @@ from streams.core.text.tables import Lexicon, Phrase, Stemmer, Unit, lexicon
 from streams.core.text.words import CONTENT, PLAIN_STEMMER, classify, parse_number, stem
 
 _ONE: Final = Fraction(1)
+#: Most number tokens of one passage read as quantities; later ones are compared as words.
+#: Prose states a few quantities; a table of thousands made each passage cost seconds.
+MAX_QUANTITIES: Final = 256
 _ARABIC: Final = re.compile("[\u0600-\u08ff\ufb50-\ufdff\ufe70-\ufeff]")
 #: Bound on the per-word memo of `classify` (cleared when full; results never depend on it).
 _MEMO_SIZE: Final = 65536
@@ -66,6 +69,8 @@ class _Reader:
         self.content: set[str] = set()
         self.surface: dict[str, str] = {}
         self.negations = 0
+        #: number tokens met so far (see MAX_QUANTITIES)
+        self.numbers = 0
         self.quoted_negations = 0
         self.sentence_negations = 0
         self.reported = False
@@ -306,7 +311,13 @@ class _Reader:
                     i += used
                     continue
             if kind == "num":
-                self.number(token, parse_number(token))
+                number = parse_number(token) if self.numbers < MAX_QUANTITIES else None
+                self.numbers += 1
+                if number is None:  # not read as a quantity: a word like any other
+                    self.flush()
+                    self.add(token, token)
+                else:
+                    self.number(token, number)
             elif kind == "cjk":
                 self.cjk(token)
             elif kind == "end":

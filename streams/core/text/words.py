@@ -83,8 +83,21 @@ def classify(lex: Lexicon, token: str) -> tuple[int, str, str]:
     return (negations, CONTENT, key)
 
 
-def parse_number(text: str) -> Fraction:
-    """1,000.5 -> 1000.5; a lone comma not followed by three digits is a decimal comma."""
+#: Most digits a number token of a passage may have to be read as a number. Longer digit
+#: runs (a pasted table, a hash, a 9 KB "1,1,1,...") are compared as plain words: no
+#: quantity in prose has more, and `int()` refuses more than 4,300 digits outright.
+MAX_NUMBER_DIGITS: Final = 40
+#: Longest number token looked at at all (digits and separators together).
+_MAX_NUMBER_TEXT: Final = 2 * MAX_NUMBER_DIGITS
+
+
+def parse_number(text: str) -> Fraction | None:
+    """1,000.5 -> 1000.5; a lone comma not followed by three digits is a decimal comma.
+
+    None for a token of more than MAX_NUMBER_DIGITS digits: it is not read as a number.
+    """
+    if len(text) > _MAX_NUMBER_TEXT or sum(ch.isdigit() for ch in text) > MAX_NUMBER_DIGITS:
+        return None
     if "," in text:
         groups = text.split(",")
         if all(len(g.split(".")[0]) == 3 for g in groups[1:]):

@@ -14,7 +14,7 @@ from streams.worker.app import Pipeline
 from streams.worker.backpressure import InFlight
 from streams.worker.changelog import DirectTable
 from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.claims.waiting import Waiters
+from streams.worker.claims.waiting import Crowded, Refused, Waiters
 from streams.worker.edge import Outgoing, Record, RecordGuard
 from streams.worker.faust_kit import (
     Supervise,
@@ -75,7 +75,8 @@ def install_claims(
             await in_flight.admit(asyncio.ensure_future(sent))
 
     guard = RecordGuard(pipe.names, send, metrics)
-    waiters = Waiters()  # requests waiting for a decision that covers their claims
+    # requests waiting for a decision that covers their claims, bounded
+    waiters = Waiters(pipe.settings.max_waiters, pipe.settings.max_waiters_per_fact)
     tally = Tally()  # the batch's counts, added to their series once it is handled
 
     async def decide_one(record: Record) -> None:
@@ -91,6 +92,9 @@ def install_claims(
             await send_changes()
         for out in handled.sends:
             await send(out)
+        if record.key is not None:  # a claim at home: its record key is its fact key
+            for claim_id, reason in handled.refused:
+                waiters.refuse(record.key, claim_id, reason)
         if on_decision is not None or waiters:
             for (key, _body), decided in zip(handled.resolutions, handled.decided, strict=True):
                 waiters.offer(key, decided.record)
@@ -159,13 +163,25 @@ async def _fact_answer(
     """The fact page's answer: the current decision once it covers the `covering` ids.
 
     It waits up to `wait` seconds for such a decision (woken by it); 404 without a
-    decision, 408 when none covers them in time (with the current decision, if any).
+    decision, 408 when none covers them in time (with the current decision, if any), 422
+    when one of the claims was dead-lettered with no decision to come (with the reason),
+    429 when this worker or the fact has as many waiting requests as it takes.
     """
     ids = covering or ()
+    refused = waiters.refusal(key, ids)
+    if refused is not None:
+        return _refused(web, key, refused)
     current = _current(pipe, key)
     if not covers(current, ids) and wait > 0:
-        decided = await waiters.wait(key, ids, wait)
-        current = decided if decided is not None else _current(pipe, key)
+        try:
+            outcome = await waiters.wait(key, ids, wait)
+        except Crowded as exc:
+            error = f"too many waiting requests: {exc}; ask again in {exc.retry_after_s} s"
+            headers = {"Retry-After": str(exc.retry_after_s)}
+            return web.json({"error": error, "reason": "crowded"}, status=429, headers=headers)
+        if isinstance(outcome, Refused):
+            return _refused(web, key, outcome)
+        current = outcome if outcome is not None else _current(pipe, key)
     fact = key.decode()
     if covers(current, ids):
         return web.json(current)
@@ -177,6 +193,18 @@ async def _fact_answer(
         return web.json(current, status=408, headers=headers)
     error = f"no decision for {fact} covers {', '.join(absent)} yet"
     return web.json({"error": error, "missing": absent}, status=408, headers=headers)
+
+
+def _refused(web: Any, key: bytes, refused: Refused) -> Any:
+    """422: a claim of the request was dead-lettered and will not be decided."""
+    fact = key.decode(errors="replace")
+    return web.json(
+        {
+            "error": f"claim {refused.claim_id} of {fact} was dead-lettered: {refused.reason}",
+            "refused": {refused.claim_id: refused.reason},
+        },
+        status=422,
+    )
 
 
 def _current(pipe: Pipeline, key: bytes) -> Any:
@@ -196,6 +224,8 @@ def _count(metrics: Metrics, handled: ClaimsHandled, tally: Tally) -> None:
             metrics.source(claim.source),
             status if status in _STATUS_LABELS else "other",
         )
+    for aside in handled.quarantined:  # (each logged once by the runtime)
+        tally.add(metrics.quarantined_facts, "claims", metrics.field(aside.field))
     for decided in handled.decided:
         record = decided.record
         field = metrics.field(record["field"])

@@ -5,20 +5,24 @@ No Faust here: the agent hands in records and a fact store, and sends what comes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from streams.core.alerts.entry import Entry
 from streams.core.claim import Claim, fact_key
+from streams.core.limits import fit_for_json
 from streams.core.policy import CompiledPolicy
-from streams.core.processor import Decided, PartitionProcessor, StepResult
+from streams.core.processor import Decided, PartitionProcessor, Quarantined, StepResult
 from streams.core.signing import BAD_SIGNATURE, signature_problem
-from streams.core.state import FactState
+from streams.core.size import canonical_bytes
+from streams.core.state import FactState, content_hash
 from streams.wire.codec import decode_claim, dumps
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.facts import MemoryFacts, TableFacts
 from streams.worker.edge import (
+    DLQ_MAX_BYTES,
     TICK_KEY,
     Elsewhere,
     Handled,
@@ -32,6 +36,16 @@ from streams.worker.edge import (
 
 #: The prefix of bookkeeping keys in the fact table.
 CLOCK_PREFIX: Final = b"\x00clock/"
+#: Largest decision record sent (key and value), below the producer's request limit. The
+#: core keeps a fact's claims within a byte budget (see streams.core.size); a record past
+#: this is a fault confined to its fact (decided `rejected` instead), never a crash.
+MAX_RECORD_BYTES: Final = DLQ_MAX_BYTES
+
+log = logging.getLogger(__name__)
+
+
+class RecordTooLarge(ValueError):
+    """A decision record that would pass MAX_RECORD_BYTES."""
 
 
 @dataclass(slots=True)
@@ -45,6 +59,13 @@ class ClaimsHandled(Handled):
     claim: Claim | None = None
     #: the detectors' entry of each new decision, with its field (sent per field, batched)
     alerts: list[tuple[str, Entry]] = field(default_factory=list)
+    #: (claim id, reason) of each claim dead-lettered with no decision to come (a bad
+    #: signature, a conflicting duplicate, a claim over its fact's byte budget): its
+    #: waiters are answered with the reason at once (see worker.claims.waiting). The claims
+    #: of a quarantined fact are not here: its `rejected` decision lists them
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    #: the facts set aside while handling this record (each logged once, counted)
+    quarantined: list[Quarantined] = field(default_factory=list)
 
 
 #: How far a partition clock moves on between two writes of it by claims (1 s).
@@ -89,6 +110,10 @@ class Runtime:
         self._stored_clock: dict[int, int] = {}
         #: how far claims may legitimately move a clock past the broker's time
         self._max_skew_us = int(policy.policy.defaults.clock_skew)
+        #: the claim being handled and its bytes as sent (its DLQ copy, if its fact fails)
+        self._current: tuple[Claim, bytes] | None = None
+        #: per partition, the stored facts that did not decode at its rebuild (set aside)
+        self._unread: dict[int, StepResult] = {}
 
     def forget(self, partitions: set[int] | None = None) -> None:
         """Drop in-memory processors (on rebalance); they are rebuilt from the table."""
@@ -122,11 +147,15 @@ class Runtime:
                 self.alerts,
                 self.facts.memo,
                 self.judge_arrivals,
+                encoded_size,
             )
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
             self._processors[partition] = proc
             self._fresh[partition] = [s for s in states if s.decided_offset is not None]
+            for key, exc in self.facts.unreadable():  # set aside when the next record comes
+                aside = self._unread.setdefault(partition, StepResult())
+                proc.quarantine(key, exc, aside, clock or 0)
         return proc
 
     def handle(
@@ -188,6 +217,7 @@ class Runtime:
         if at is None:
             out.events.append("bad_tick")
             return out
+        timestamp_us = self._bounded(timestamp_us, out)
         if timestamp_us is not None and at > timestamp_us - self.lateness_us:
             out.events.append("bad_tick")
             at = timestamp_us - self.lateness_us
@@ -203,7 +233,7 @@ class Runtime:
                 Outgoing(self.names.alerts_input, TICK_KEY, tick_value(proc.clock_us), partition)
             )
         self._store_clock(proc, before, force=True)
-        self.facts.flush()
+        self._flush(out)
         return out
 
     def handle_claim(
@@ -224,6 +254,22 @@ class Runtime:
         "ahead of the clock", while a claim observed far beyond its own arrival still is.
         """
         out = out if out is not None else ClaimsHandled()
+        self._current = (claim, value)
+        try:
+            return self._handle_claim(partition, offset, claim, value, out, arrival_us)
+        finally:
+            self._current = None
+
+    def _handle_claim(
+        self,
+        partition: int,
+        offset: int,
+        claim: Claim,
+        value: bytes,
+        out: ClaimsHandled,
+        arrival_us: int | None,
+    ) -> ClaimsHandled:
+        arrival_us = self._bounded(arrival_us, out)
         proc = self._at(partition, offset, out, arrival_us)
         before = proc.clock_us
         if arrival_us is not None:
@@ -233,17 +279,56 @@ class Runtime:
         if unsigned is not None:  # DLQ only: never decided, its id never marked seen
             out.events.append(BAD_SIGNATURE)
             out.sends.append(self._dead_letter(partition, offset, key, value, unsigned))
+            out.refused.append((claim.claim_id, unsigned))
             self._store_clock(proc, before)
-            self.facts.flush()
+            self._flush(out)
             return out
         out.claim = claim
         step = proc.on_claim(claim)
         for reason in step.dead_letters:
             out.sends.append(self._dead_letter(partition, offset, key, value, reason))
+        if step.dead_letters and not self._holds(claim):
+            out.refused.extend((claim.claim_id, reason) for reason in step.dead_letters)
         self._emit(step, partition, out)
         self._store_clock(proc, before)
-        self.facts.flush()
+        self._flush(out)
         return out
+
+    def _flush(self, out: ClaimsHandled) -> None:
+        """Write the changed facts to the table; a fact that cannot be written is set aside."""
+        for key, state, exc in self.facts.flush():
+            proc = self.processor(state.partition)
+            aside = StepResult()
+            proc.quarantine(key, exc, aside, proc.clock_us or 0, state)
+            self._emit(aside, state.partition, out)
+        if out.quarantined:
+            self.facts.flush()  # the set-aside facts are gone: nothing of theirs is left
+
+    def _holds(self, claim: Claim) -> bool:
+        """Whether the claim's fact holds this claim (so a decision of it will list it)."""
+        try:
+            state = self.facts.get(claim.fact_key)
+        except Exception:  # a state that does not decode holds nothing (it is set aside)
+            return False
+        return state is not None and state.seen_hash(claim.claim_id) == content_hash(claim.envelope)
+
+    def _bounded(self, stamp_us: int | None, out: ClaimsHandled) -> int | None:
+        """A record time trusted no further than the wall clock plus `clock_skew`.
+
+        A CreateTime record (written before the worker set its topic to LogAppendTime, or
+        on a topic it could not fix) carries whatever time its writer chose; a later time
+        is taken as the bound and counted `clock_capped`. Without a wall clock (replay)
+        record times are taken as they are: on a LogAppendTime topic the broker stamped
+        them before the worker read them, so the cap fires only when the broker's clock
+        runs ahead of the worker's by more than the skew, and the counter says so.
+        """
+        if stamp_us is None or self.wall_clock_us is None:
+            return stamp_us
+        bound = self.wall_clock_us() + self._max_skew_us
+        if stamp_us <= bound:
+            return stamp_us
+        out.events.append("clock_capped")
+        return bound
 
     def _at(
         self, partition: int, offset: int, out: ClaimsHandled, timestamp_us: int | None = None
@@ -261,6 +346,9 @@ class Runtime:
         if restored is not None:
             self._repair_clock(proc, timestamp_us, out)
             self._emit(proc.resend_since(restored, offset), partition, out)
+        unread = self._unread.pop(partition, None)
+        if unread is not None:
+            self._emit(unread, partition, out)
         return proc
 
     def _repair_clock(
@@ -301,7 +389,10 @@ class Runtime:
                 out = ClaimsHandled()
                 self._emit(step, partition, out)
                 yield out
-        self.facts.flush()
+        out = ClaimsHandled()
+        self._flush(out)
+        if out.sends:
+            yield out
 
     def _stage(self, out: ClaimsHandled) -> None:
         for name, entry in out.alerts:
@@ -351,10 +442,22 @@ class Runtime:
 
     def _emit(self, step: StepResult, partition: int, out: ClaimsHandled) -> None:
         out.events.extend(step.events)
+        for aside in step.quarantined:
+            self._set_aside(aside, partition, out)
         for decided in step.decisions:
             record = decided.record
-            key = fact_key(record["subject"], record["field"]).encode()
-            body = dumps(record)
+            name = fact_key(record["subject"], record["field"])
+            key = name.encode()
+            try:
+                body = _encoded(key, record)
+            except Exception as exc:  # confined to the fact: decided `rejected` instead
+                if any(q.record is record for q in step.quarantined):
+                    raise  # a set-aside fact's own record: the record guard's to handle
+                proc = self.processor(partition)
+                instead = StepResult()
+                proc.quarantine(name, exc, instead, proc.clock_us or 0)
+                self._emit(instead, partition, out)
+                continue
             out.decided.append(decided)
             out.bodies.append(body)
             out.sends.append(Outgoing(self.names.decisions, key, body, partition))
@@ -367,11 +470,62 @@ class Runtime:
             if change is not None:
                 out.sends.append(Outgoing(self.names.conflicts, key, dumps(change), partition))
 
+    def _set_aside(self, aside: Quarantined, partition: int, out: ClaimsHandled) -> None:
+        """Dead-letter the claims of a quarantined fact, one record each; log it once.
+
+        Each DLQ record carries the fact's key and the reason; its value is the claim's bytes
+        as sent when it is the claim being handled, else its envelope as stored.
+        """
+        log.error(
+            "fact %r set aside (decided rejected, %d claim(s) dead-lettered): %s",
+            aside.key[:200],
+            len(aside.claims),
+            aside.reason,
+            exc_info=aside.error,
+        )
+        out.quarantined.append(aside)
+        offset = self._processors[partition].position if partition in self._processors else None
+        key = aside.key.encode()
+        current = self._current
+        for claim in aside.claims:
+            if current is not None and claim is current[0]:
+                raw = current[1]
+            else:
+                raw = _envelope_bytes(claim)
+            out.sends.append(self._dead_letter(partition, offset or 0, key, raw, aside.reason))
+
     def _dead_letter(
         self, partition: int, offset: int, key: bytes | None, value: bytes, reason: str
     ) -> Outgoing:
         origin = (self.names.claims, partition, offset)
         return dead_letter(self.names, origin, key, value, reason)
+
+
+def _encoded(key: bytes, record: dict[str, Any]) -> bytes:
+    """A decision record's JSON; RecordTooLarge past MAX_RECORD_BYTES."""
+    body = dumps(record)
+    if len(key) + len(body) > MAX_RECORD_BYTES:
+        raise RecordTooLarge(
+            f"decision record of {len(body)} bytes exceeds the {MAX_RECORD_BYTES}-byte limit"
+        )
+    return body
+
+
+def encoded_size(claim: Claim) -> int:
+    """`core.size.claim_size` measured with the codec the records are written with."""
+    try:
+        raw = dumps(claim.envelope)
+    except Exception:  # a number the codec does not take: measured as its text
+        raw = dumps(fit_for_json(claim.envelope))
+    return len(raw) + canonical_bytes(claim)
+
+
+def _envelope_bytes(claim: Claim) -> bytes:
+    """A stored claim's envelope as JSON, for its DLQ copy (its id alone if nothing encodes)."""
+    try:
+        return dumps(fit_for_json(claim.envelope))
+    except Exception:
+        return dumps({"claim_id": str(claim.claim_id), "error": "envelope does not encode"})
 
 
 def conflict_change(decided: Decided) -> dict[str, Any] | None:

@@ -10,6 +10,29 @@ from streams.core.claim import Claim, memo_of
 from streams.core.state import FactState, pack
 from streams.wire.codec import dumps, fragment, loads
 
+#: Largest stored fact state (key and value), below the producer's request limit (Faust's
+#: producer_max_request_size, 1,000,000 bytes) with room for the changelog record's framing.
+#: The core keeps a fact's claims within a byte budget (see streams.core.size), so a state
+#: reaches it only by a fault; that fact is then set aside, never the process.
+MAX_STATE_BYTES = 900_000
+
+#: A fact whose state could not be written, the state, and why (see `TableFacts.flush`).
+Unwritten = tuple[str, FactState, Exception]
+
+
+class StateTooLarge(ValueError):
+    """A fact state whose stored form would pass MAX_STATE_BYTES."""
+
+
+def encode_state(key: str, state: FactState) -> bytes:
+    """A state's stored form; StateTooLarge past MAX_STATE_BYTES."""
+    raw = dumps(state.to_obj(stored_form))
+    if len(key) + len(raw) > MAX_STATE_BYTES:
+        raise StateTooLarge(
+            f"fact state of {len(raw)} bytes exceeds the {MAX_STATE_BYTES}-byte limit"
+        )
+    return raw
+
 
 class TableFacts(MutableMapping[str, FactState]):
     """FactState values over a bytes -> bytes table (a Faust table, or a dict in tests).
@@ -35,6 +58,10 @@ class TableFacts(MutableMapping[str, FactState]):
         self._cache: OrderedDict[str, FactState] = OrderedDict()
         self._cache_size = cache_size
         self._dirty: set[str] = set()
+        #: states evicted from the cache whose writing failed, for the next `flush` to report
+        self._unwritten: list[Unwritten] = []
+        #: stored states `states_of` could not read: (key, error), for `unreadable` to report
+        self._unreadable: list[tuple[str, Exception]] = []
 
     def __getitem__(self, key: str) -> FactState:
         state = self._cache.get(key)
@@ -55,13 +82,25 @@ class TableFacts(MutableMapping[str, FactState]):
         if key.encode() in self.table:
             del self.table[key.encode()]
 
-    def flush(self) -> None:
-        """Write every fact changed since the last flush to the table."""
+    def flush(self) -> list[Unwritten]:
+        """Write every fact changed since the last flush to the table.
+
+        Each fact on its own: one whose state cannot be encoded (or is too large) is not
+        written, and is returned with the error, for its owner to set it aside; the others
+        are written.
+        """
+        failed, self._unwritten = self._unwritten, []
         for key in sorted(self._dirty):
             state = self._cache.get(key)
             if state is not None:
-                self.table[key.encode()] = dumps(state.to_obj(stored_form))
+                try:
+                    raw = encode_state(key, state)
+                except Exception as exc:
+                    failed.append((key, state, exc))
+                    continue
+                self.table[key.encode()] = raw
         self._dirty.clear()
+        return failed
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._cache or key.encode() in self.table)
@@ -72,18 +111,23 @@ class TableFacts(MutableMapping[str, FactState]):
         if len(self._cache) > self._cache_size:
             old, evicted = self._cache.popitem(last=False)
             if old in self._dirty:
-                self.table[old.encode()] = dumps(evicted.to_obj(stored_form))
                 self._dirty.discard(old)
+                try:
+                    self.table[old.encode()] = encode_state(old, evicted)
+                except Exception as exc:
+                    self._unwritten.append((old, evicted, exc))
 
     def clear_cache(self) -> None:
         """Forget decoded states (after a rebalance the table may have been restored anew)."""
-        self.flush()
+        unwritten = self.flush()
         self._cache.clear()
+        self._unwritten = unwritten  # reported by the next flush
 
     def discard(self) -> None:
         """Forget decoded states and unwritten changes (a record's handling failed midway)."""
         self._dirty.clear()
         self._cache.clear()
+        self._unwritten.clear()
 
     def __iter__(self) -> Iterator[str]:
         return (k.decode() for k in list(self.table) if not k.startswith(b"\x00"))
@@ -96,9 +140,18 @@ class TableFacts(MutableMapping[str, FactState]):
         entries = self._items_of(partition) if self._items_of else self.table.items()
         for key, raw in list(entries):
             if not key.startswith(b"\x00"):
-                state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
+                try:
+                    state = self._cache.get(key.decode()) or FactState.from_obj(loads(raw))
+                except Exception as exc:  # that fact alone: see `unreadable`
+                    self._unreadable.append((key.decode("utf-8", "replace"), exc))
+                    continue
                 if state.partition == partition:
                     yield state
+
+    def unreadable(self) -> list[tuple[str, Exception]]:
+        """The stored states `states_of` skipped because they do not decode (then forgotten)."""
+        found, self._unreadable = self._unreadable, []
+        return found
 
 
 def stored_form(claim: Claim) -> Any:
@@ -127,8 +180,13 @@ class MemoryFacts(dict[str, FactState]):
     def clear_cache(self) -> None:
         """Nothing is cached: the objects are the state."""
 
-    def flush(self) -> None:
+    def flush(self) -> list[Unwritten]:
         """Nothing to write: the objects are the state."""
+        return []
 
     def discard(self) -> None:
         """Nothing to forget: the objects are the state."""
+
+    def unreadable(self) -> list[tuple[str, Exception]]:
+        """Objects always read."""
+        return []

@@ -1,6 +1,7 @@
 """The documents agent and its pages: load the document, apply the request, store and answer.
 
-Routes: ``GET /docs/{path}`` (latest version) and ``GET /docs/{path}/v/{n}`` (version n).
+Routes: ``GET /docs/{path}`` (latest version) and ``GET /docs/{path}/v/{n}`` (version n;
+410 with the reason when it was dropped beyond the versions a document keeps).
 A path may contain slashes and is matched literally (``{path:.+}``); the versioned route is
 tried first, which is unambiguous because the store refuses paths ending in ``v/<number>``.
 Any worker answers: the page is forwarded to the owner of the path's partition.
@@ -13,7 +14,8 @@ from typing import Any
 
 from streams.core.docstore import Version
 from streams.worker.app import Pipeline
-from streams.worker.docs.edge import DocsEdge
+from streams.worker.docs.edge import DocsEdge, DocsHandled, Gone
+from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     AgentFun,
     answer_elsewhere,
@@ -47,6 +49,12 @@ def install_docs(
         pipe.names.dlq: pipe.dlq,
     }
 
+    def handle(record: Record) -> DocsHandled:
+        out = edge.handle(record.partition, record.offset, record.key, record.value or b"")
+        if out.quarantined:
+            metrics.quarantined.labels("documents").inc(out.quarantined)
+        return out
+
     record_agent(
         pipe,
         pipe.publish,
@@ -54,7 +62,7 @@ def install_docs(
         supervise,
         metrics,
         topics,
-        lambda r: edge.handle(r.partition, r.offset, r.key, r.value or b""),
+        handle,
         lambda _p: edge.forget(),
     )
 
@@ -71,11 +79,13 @@ def install_docs(
         elsewhere = await answer_elsewhere(pipe, path.encode(), web, request)
         if elsewhere is not None:
             return elsewhere
-        version = edge.version(path, number)
-        if version is None:
+        found = edge.lookup(path, number)
+        if isinstance(found, Gone):
+            return web.json({"error": found.reason}, status=410)
+        if found is None:
             what = "document" if number is None else f"version {number} of"
             return web.json({"error": f"no {what} {path}"}, status=404)
-        return web.json(_page(path, version))
+        return web.json(_page(path, found))
 
     @app.page("/docs/{path:.+}/v/{n:[0-9]+}")
     async def doc_version_page(web: Any, request: Any, path: str, n: str) -> Any:

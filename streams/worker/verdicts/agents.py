@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from streams.worker.app import Pipeline
+from streams.worker.edge import Record
 from streams.worker.faust_kit import (
     Supervise,
     forget_on_rebalance,
@@ -11,7 +12,7 @@ from streams.worker.faust_kit import (
     topics_of,
 )
 from streams.worker.metrics import Metrics
-from streams.worker.verdicts.edge import VerdictsEdge
+from streams.worker.verdicts.edge import VerdictsEdge, VerdictsHandled
 
 
 def install_verdicts(
@@ -19,6 +20,15 @@ def install_verdicts(
 ) -> None:
     """Register the verdicts agent and the timer writing ticks into its partitions."""
     app = pipe.app
+
+    def handle(record: Record) -> VerdictsHandled:
+        out = edge.handle(
+            record.partition, record.offset, record.key, record.value or b"", record.timestamp_us
+        )
+        if out.quarantined:
+            metrics.quarantined.labels("verdicts").inc(out.quarantined)
+        return out
+
     record_agent(
         pipe,
         pipe.verdicts,
@@ -26,7 +36,7 @@ def install_verdicts(
         supervise,
         metrics,
         topics_of(pipe),
-        lambda r: edge.handle(r.partition, r.offset, r.key, r.value or b""),
+        handle,
         lambda _p: edge.forget(),
     )
     install_ticks(pipe, pipe.verdicts, pipe.names.verdicts)

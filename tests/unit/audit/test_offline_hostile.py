@@ -13,6 +13,7 @@ from streams.audit import replay
 from streams.audit import resolve_file as offline
 from streams.audit.replay import replay_lines
 from streams.audit.resolve_file import read_claims, resolve_batch
+from streams.core import processor
 from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli
@@ -22,7 +23,8 @@ from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hos
 CORPUS = hostile_corpus(7, 2 * len(KINDS))
 NOW = format_rfc3339(T0 + 10_000_000)
 #: A file's own claims drive a replay's clock (SPEC section 6): a claim an hour ahead moves
-#: it an hour on, and a day-old claim is too old for it; both are left out of replay files.
+#: it an hour on, and a day-old claim is stale for it (while resolve at NOW decides it
+#: otherwise); both are left out of replay files.
 CLOCK_MOVERS = frozenset({"time_an_hour_ahead", "time_a_day_old"})
 #: a claim of the corpus policy as a JSON line: `corpus_line(claim_id, subject=...)`
 corpus_line = partial(
@@ -92,13 +94,21 @@ def failing_for(claim_id: str, real: Any) -> Any:
     return fake
 
 
-def test_a_failure_deciding_one_claim_costs_only_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """resolve: the line whose claim makes deciding fail is an internal_error; the rest decided."""
+def test_a_failure_deciding_one_fact_rejects_that_fact_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """resolve: the fact whose deciding fails is rejected, its lines errors; the others decide."""
     monkeypatch.setattr(offline, "resolve", failing_for("bad", offline.resolve))
     batch = read_claims(MIDDLE_FAILS, "f")
     records = list(resolve_batch(batch, hostile_policy(), T0))
-    assert [["ok-1"], ["ok-2"]] == [[c["claim_id"] for c in r["claims"]] for r in records]
-    assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in batch.errors]
+    reason = "internal_error: RuntimeError: boom"
+    assert [("rejected", reason), ("resolved", None)] == [
+        (r["outcome"], r["reason"] if r["outcome"] == "rejected" else None) for r in records
+    ]
+    assert [{"bad": "rejected", "ok-1": "rejected"}, {"ok-2": "won"}] == [
+        {c["claim_id"]: c["disposition"] for c in r["claims"]} for r in records
+    ]
+    assert [f"f:1: claim: {reason}", f"f:2: claim: {reason}"] == [str(e) for e in batch.errors]
 
 
 def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,6 +126,30 @@ def test_a_failure_replaying_one_line_costs_only_that_line(monkeypatch: pytest.M
     result = replay_lines(hostile_policy(), MIDDLE_FAILS, "f")
     assert ["f:2: claim: internal_error: RuntimeError: boom"] == [str(e) for e in result.errors]
     assert {"ok-1", "ok-2"} == {c["claim_id"] for d in result.decisions for c in d["claims"]}
+
+
+def test_a_fact_whose_deciding_fails_in_a_replay_is_rejected_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """replay: the fact is decided rejected, as live, and reported once; the other fact decides."""
+    real = processor.resolve_entries
+
+    def resolve_entries(claims: Any, *args: Any, **kwargs: Any) -> Any:
+        claims = list(claims)
+        if any(c.claim_id == "bad" for c in claims):
+            raise RuntimeError("boom")
+        return real(claims, *args, **kwargs)
+
+    monkeypatch.setattr(processor, "resolve_entries", resolve_entries)
+    result = replay_lines(hostile_policy(), MIDDLE_FAILS, "f")
+    latest = {d["subject"]: d for d in result.decisions}
+    assert {"s:1": "rejected", "s:2": "resolved"} == {k: d["outcome"] for k, d in latest.items()}
+    assert {"bad": "rejected", "ok-1": "rejected"} == {
+        c["claim_id"]: c["disposition"] for c in latest["s:1"]["claims"]
+    }
+    (error,) = result.errors
+    assert "fact" == error.key
+    assert error.reason.startswith("internal_error: RuntimeError: boom (fact s:1|status, 2 claim")
 
 
 def test_replay_reports_lines_that_are_neither_decided_nor_redeliveries() -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from tests.support.cli import run_cli
 from tests.support.kafka import free_port
+from tests.unit.client.test_facts import stand_in
 
 
 def _closed_url() -> str:
@@ -37,3 +41,25 @@ def test_no_worker_exits_1_naming_the_url() -> None:
     assert (1, b"") == (done.returncode, done.stdout)
     assert stderr.startswith(f"claimwatch: no answer from the worker at {url}: ")
     assert 1 == len(stderr.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("subject", "message"),
+    [
+        ("refused", "claimwatch: claim c2 of refused|f was dead-lettered: bad\n"),
+        ("crowded", "claimwatch: the worker at {url} is busy: too many waiting requests\n"),
+    ],
+)
+async def test_a_refused_claim_or_a_busy_worker_exits_1_at_once_with_the_reason(
+    subject: str, message: str
+) -> None:
+    """422 and 429 are answers, not a wait run out: exit 1, one line naming the reason."""
+    async with stand_in() as (url, _asked):
+        started = time.monotonic()
+        done = await asyncio.to_thread(
+            run_cli, "ask", subject, "f", "--covering", "c2", "--wait", "30", "--worker-url", url
+        )
+        took = time.monotonic() - started
+    expected = (1, b"", message.format(url=url.rstrip("/")))
+    assert expected == (done.returncode, done.stdout, done.stderr.decode())
+    assert took < 20

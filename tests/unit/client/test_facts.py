@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from streams.client.facts import Answer, FactPages, WorkerUnavailable, fact_path
+from streams.client.facts import (
+    Answer,
+    ClaimRefused,
+    FactPages,
+    WorkerBusy,
+    WorkerUnavailable,
+    fact_path,
+)
 from tests.support.kafka import free_port
 
 DECISION = {"decision_id": "dec_1", "claims": [{"claim_id": "c1", "disposition": "won"}]}
@@ -22,6 +29,16 @@ REPLIES: dict[str, tuple[int, Any, dict[str, str]]] = {
     "bad": (400, {"error": "`wait` must be a number of seconds"}, {}),
     "busy": (503, {"error": "recovering"}, {}),
     "broken": (500, {"error": "boom"}, {}),
+    "refused": (
+        422,
+        {"error": "claim c2 of refused|f was dead-lettered: bad", "refused": {"c2": "bad"}},
+        {},
+    ),
+    "crowded": (
+        429,
+        {"error": "too many waiting requests", "reason": "crowded"},
+        {"Retry-After": "2"},
+    ),
 }
 
 
@@ -83,6 +100,24 @@ async def test_refusals_and_outages_are_errors_that_say_why(
         with pytest.raises(error) as caught:
             await pages.ask(subject, "f")
     assert message.format(url=url.rstrip("/")) == str(caught.value)
+
+
+async def test_a_refused_claim_and_a_crowded_worker_are_errors_naming_the_reason() -> None:
+    """422: ClaimRefused with each claim's reason; 429: WorkerBusy with the Retry-After."""
+    async with stand_in() as (url, _), FactPages(url) as pages:
+        with pytest.raises(ClaimRefused) as refused:
+            await pages.ask("refused", "f", ["c1", "c2"], 5.0)
+        with pytest.raises(WorkerBusy) as busy:
+            await pages.ask("crowded", "f", ["c1"], 5.0)
+    assert ("claim c2 of refused|f was dead-lettered: bad", {"c2": "bad"}) == (
+        str(refused.value),
+        refused.value.refused,
+    )
+    worker = url.rstrip("/")
+    assert (f"the worker at {worker} is busy: too many waiting requests", 2.0) == (
+        str(busy.value),
+        busy.value.retry_after_s,
+    )
 
 
 async def test_no_worker_at_the_url_is_worker_unavailable() -> None:

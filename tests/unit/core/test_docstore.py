@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from schemas.publish import PublishRequest, PublishResult
 from streams.core.docstore import (
     MAX_BODY_BYTES,
-    REMEMBERED_CONFLICTS,
+    REMEMBERED_ANSWERS,
+    DocLimits,
     DocState,
     RequestError,
     apply,
@@ -114,13 +115,31 @@ def test_repeated_conflict_returns_the_same_conflict() -> None:
     assert 1 == after.version
 
 
-def test_remembered_conflicts_are_bounded() -> None:
-    """Only the most recent conflict responses are kept."""
+def test_remembered_answers_are_bounded() -> None:
+    """Only the most recent answers are kept, by request id, oldest first."""
     state = DocState("notes/a.md")
-    for n in range(REMEMBERED_CONFLICTS + 5):
+    for n in range(REMEMBERED_ANSWERS + 5):
         state, _ = apply(state, _req("x", 9), f"c{n}")
-    assert REMEMBERED_CONFLICTS == len(state.conflicts)
-    assert "c5" == state.conflicts[0][0]
+    assert REMEMBERED_ANSWERS == len(state.answers)
+    assert "c5" == next(iter(state.answers))
+
+
+def test_versions_beyond_the_bound_are_dropped_oldest_first() -> None:
+    """With max_versions 3, five publishes keep versions 3..5; older ones are gone."""
+    state, limits = DocState("notes/a.md"), DocLimits(max_versions=3)
+    for n in range(5):
+        state, _ = apply(state, _req(f"v{n + 1}", n), f"r{n}", limits)
+    assert [3, 4, 5] == [v.number for v in state.versions]
+    assert (None, "v3") == (state.at(2), getattr(state.at(3), "body", None))
+
+
+def test_a_repeated_request_is_answered_from_the_index_without_the_history() -> None:
+    """A state holding only the current version still answers a repeat as before."""
+    state, first = apply(DocState("notes/a.md"), _req("a"), "r1")
+    state, _ = apply(state, _req("b", 1), "r2")
+    current_only = DocState(state.path, state.versions[-1:], state.answers)
+    again, second = apply(current_only, _req("a"), "r1")
+    assert (first, current_only) == (second, again)
 
 
 def test_request_for_another_path_is_refused() -> None:
@@ -167,26 +186,47 @@ def test_paths_with_slashes_and_v_segments_inside_are_accepted() -> None:
         assert path == validate({"path": path, "body": "", "expected_version": 0}).path
 
 
-def test_body_over_the_limit_is_refused_and_changes_nothing() -> None:
-    """A publish, or an append that would grow the body past the limit, is a RequestError."""
-    state, _ = apply(DocState("notes/a.md"), _req("x" * (MAX_BODY_BYTES - 1)), "r1")
-    with pytest.raises(RequestError, match="over"):
-        apply(state, _req("yy", op="append"), "r2")
-    with pytest.raises(RequestError, match="over"):
-        apply(DocState("notes/a.md"), _req("é" * (MAX_BODY_BYTES // 2 + 1)), "r3")
+@pytest.mark.parametrize(
+    ("body", "size"),
+    [
+        ("é" * (MAX_BODY_BYTES // 2), MAX_BODY_BYTES + 2),
+        ("\x01" * (MAX_BODY_BYTES // 6 + 1), (MAX_BODY_BYTES // 6 + 1) * 6 + 2),
+    ],
+)
+def test_body_over_the_limit_is_rejected_with_the_limit(body: str, size: int) -> None:
+    """A body whose stored JSON form passes the limit is answered `rejected`, nothing made."""
+    before = DocState("notes/a.md")
+    after, response = apply(before, _req(body), "r1")
+    assert ("rejected", 0, ()) == (response["status"], response["version"], after.versions)
+    assert f"would take {size} bytes stored, over the limit of {MAX_BODY_BYTES}" in str(
+        response["reason"]
+    )
+
+
+def test_append_past_the_limit_is_rejected_and_at_the_limit_applies() -> None:
+    """The stored size of a body is its JSON with quotes: at the limit ok, one past rejected."""
+    state, _ = apply(DocState("notes/a.md"), _req("x" * (MAX_BODY_BYTES - 3)), "r1")
+    state, response = apply(state, _req("yy", op="append"), "r2")
+    assert "rejected" == response["status"]
     state, response = apply(state, _req("y", op="append"), "r4")
-    assert (2, MAX_BODY_BYTES) == (response["version"], len(state.versions[-1].body))
+    assert (2, MAX_BODY_BYTES - 2) == (response["version"], len(state.versions[-1].body))
 
 
 def test_results_match_the_published_schema_model() -> None:
     """Every response of the store is a valid PublishResult; requests a valid PublishRequest."""
     state = DocState("notes/a.md")
     responses = []
-    for request, rid in [(_req("a"), "r1"), (_req("b", 0), "r2"), (_req("c", op="append"), "r3")]:
+    cases = [
+        (_req("a"), "r1"),
+        (_req("b", 0), "r2"),
+        (_req("c", op="append"), "r3"),
+        (_req("d" * MAX_BODY_BYTES, op="append"), "r4"),
+    ]
+    for request, rid in cases:
         assert validate(request).path == PublishRequest.model_validate(request).path
         state, response = apply(state, request, rid)
         responses.append(PublishResult.model_validate(response).status)
-    assert ["ok", "conflict", "ok"] == responses
+    assert ["ok", "conflict", "ok", "rejected"] == responses
 
 
 def test_schema_model_refuses_what_the_store_refuses() -> None:

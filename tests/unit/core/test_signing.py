@@ -12,15 +12,15 @@ import pytest
 
 from schemas.policy import Policy
 from streams.audit.resolve_file import read_claims
-from streams.client.publisher import InvalidClaim, validate
+from streams.client.publisher import InvalidClaim, Publisher, validate
 from streams.core.policy import CompiledPolicy
 from streams.core.signing import canonical_bytes, sign, signature_problem, signed, verify
 from streams.policy.loading import load_policy
-from streams.policy.signing_keys import client_key, load_signing_keys
+from streams.policy.signing_keys import client_key, client_kid, load_signing_keys
 from streams.policy.source import PolicyError
 from tests.support.claims import envelope
 
-KEY = b"ledger-secret"
+KEY = b"ledger-secret-of-at-least-32-bytes"
 
 
 #: the ledger's claim these tests sign (`ledger_claim(signature=...)` and so on for others)
@@ -147,14 +147,14 @@ def test_missing_key_file_is_a_policy_error(tmp_path: Path) -> None:
 
 def test_keys_load_from_env_and_files(tmp_path: Path) -> None:
     """Env values as UTF-8, file bytes without the trailing line break."""
-    (tmp_path / "b.key").write_bytes(b"file-key\n")
+    (tmp_path / "b.key").write_bytes(b"file-key-" + b"f" * 32 + b"\n")
     text = "policy_version: p\nsigning:\n  a: {env: A_KEY}\n  b: {file: b.key}\n"
     path = write(tmp_path, text)
     policy = Policy.model_validate(
         {"policy_version": "p", "signing": {"a": {"env": "A_KEY"}, "b": {"file": "b.key"}}}
     )
-    keys = load_signing_keys(policy, path, text, {"A_KEY": "env-key"})
-    assert {"a": b"env-key", "b": b"file-key"} == keys
+    keys = load_signing_keys(policy, path, text, {"A_KEY": "env-key-" + "e" * 32})
+    assert {"a": {None: b"env-key-" + b"e" * 32}, "b": {None: b"file-key-" + b"f" * 32}} == keys
 
 
 def test_publisher_validate_signs_what_it_sends() -> None:
@@ -174,9 +174,9 @@ def test_publisher_refuses_a_malformed_signature() -> None:
 
 def test_client_key_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """--sign-key-env and --sign-key-file: one of them, and it must hold a key."""
-    monkeypatch.setenv("CW_PUB_KEY", "k1")
-    (tmp_path / "k").write_bytes(b"k2\r\n")
-    assert (b"k1", b"k2", None) == (
+    monkeypatch.setenv("CW_PUB_KEY", "1" * 32)
+    (tmp_path / "k").write_bytes(b"2" * 32 + b"\r\n")
+    assert (b"1" * 32, b"2" * 32, None) == (
         client_key("CW_PUB_KEY", None),
         client_key(None, str(tmp_path / "k")),
         client_key(None, None),
@@ -198,3 +198,20 @@ def test_offline_resolve_refuses_badly_signed_lines_and_keeps_their_id_free() ->
     assert 1 == batch.claims
     (fact,) = batch.facts
     assert good["signature"] == batch.claims_of(fact)[0].envelope["signature"]
+
+
+def test_client_key_refuses_a_short_key_and_kid_checks_its_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A publisher's key needs 32 bytes; `--sign-kid` needs a key and a policy kid's form."""
+    monkeypatch.setenv("CW_PUB_SHORT", "k" * 31)
+    with pytest.raises(ValueError, match="--sign-key-env: the key in environment variable "):
+        client_key("CW_PUB_SHORT", None)
+    assert "2026-12" == client_kid("2026-12", KEY)
+    assert None is client_kid(None, None)
+    with pytest.raises(ValueError, match="give the key too"):
+        client_kid("2026-12", None)
+    with pytest.raises(ValueError, match="is not a key id"):
+        client_kid("two words", KEY)
+    with pytest.raises(ValueError, match="at least 32"):
+        Publisher(signing_key=b"short")

@@ -21,6 +21,7 @@ POLICY = CompiledPolicy(
             "sources": {
                 "label-db": {"authority": "system_of_record", "lineage": "label"},
                 "label-cache": {"authority": "cached", "lineage": "label"},
+                **{name: {"authority": "derived"} for name in ("wiki", "blog", "news")},
             },
             "fields": {
                 "summary": {"type": "text", "freshness": "1h"},

@@ -79,17 +79,35 @@ def test_misrouted_request_is_resent_home_with_a_fixed_request_id() -> None:
 
 
 def test_malformed_requests_go_to_the_dlq_with_bytes_and_reason() -> None:
-    """Not JSON, a missing path or a bad op: the DLQ gets the original bytes and the reason."""
+    """Not JSON, a missing path or a bad op: the DLQ gets the original bytes and the reason.
+
+    A request whose path is valid is answered `rejected` with the same reason as well.
+    """
     edge = DocsEdge(NAMES, PARTITIONS, {})
     cases = [
         (b"{nope", "not JSON"),
         (orjson.dumps({"body": "x", "expected_version": 0}), "path: missing"),
-        (orjson.dumps({"path": PATH, "body": "x", "op": "put"}), "op: 'put'"),
+        (orjson.dumps({"path": PATH, "body": "x", "op": "put", "request_id": "q"}), "op: 'put'"),
         (b"x" * (300 * 1024), "exceeds"),
     ]
     for offset, (raw, reason) in enumerate(cases):
         out = edge.handle(HOME, offset, b"k", raw)
-        (dead,) = out.sends
+        dead, *answers = out.sends
+        if "put" in reason:
+            (answer,) = answers
+            result = orjson.loads(answer.value)
+            assert (NAMES.publish_results, PATH.encode(), HOME) == (
+                answer.topic,
+                answer.key,
+                answer.partition,
+            )
+            assert ("rejected", "q", reason) == (
+                result["status"],
+                result["request_id"],
+                result["reason"][: len(reason)],
+            )
+        else:
+            assert [] == answers
         headers = dict(dead.headers)
         assert (NAMES.dlq, raw) == (dead.topic, dead.value)
         assert reason in headers["claimwatch.reason"].decode()
