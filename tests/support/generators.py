@@ -38,12 +38,14 @@ settings.register_profile(
     "claimwatch-fuzz-small",
     max_examples=40,
     deadline=None,
+    report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
     "claimwatch-fuzz-large",
     max_examples=int(os.environ.get("CLAIMWATCH_FUZZ_EXAMPLES", "3000")),
     deadline=None,
+    report_multiple_bugs=False,
     suppress_health_check=list(HealthCheck),
 )
 #: The settings of every fuzz property (a decorator); the profile is not loaded globally,
