@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from streams.core.claim import EARLIEST_OBSERVED_US, LATEST_OBSERVED_US, Claim
 from streams.core.resolve import resolve
 from streams.wire.codec import DecodeError, claim_of, decode_claim, dumps, loads
 from tests.support.generators import (
+    FIELD_TYPES,
     FIELDS,
     FUZZ,
     T0_US,
@@ -203,3 +205,20 @@ def test_any_value_of_any_field_type_is_decided(value: Any, field: str) -> None:
     claim = _claim(body)
     if claim is not None:
         _decided([claim], T0_US)
+
+
+@pytest.mark.parametrize("field", sorted(FIELD_TYPES))
+def test_the_generators_valid_value_of_each_field_type_resolves(field: str) -> None:
+    """The value the generators start from (and shrink to) keeps its field's contract."""
+    body = {
+        "claim_id": "c1",
+        "subject": "inv:1",
+        "field": field,
+        "source": "ledger",
+        "observed_at": "2026-09-14T09:12:30Z",
+        "status": "ok",
+        "value": FIELD_TYPES[field][1],
+    }
+    claim = _claim(body)
+    assert claim is not None
+    assert "resolved" == _decided([claim], T0_US)["outcome"]
