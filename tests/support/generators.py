@@ -141,7 +141,7 @@ _DIGIT_RUNS: Final = (
 def huge_runs(draw: st.DrawFn, max_bytes: int = MAX_CLAIM_BYTES) -> str:
     """A long repetition (up to about `max_bytes` bytes of UTF-8) inside a short sentence."""
     unit = draw(st.sampled_from(_DIGIT_RUNS) | st.text(min_size=1, max_size=4))
-    times = draw(st.integers(1, max(1, max_bytes // max(1, 4 * len(unit)))))
+    times = draw(st.integers(1, max(1, max_bytes // len(unit.encode("utf-8", "surrogatepass")))))
     head = draw(st.sampled_from(("total ", "", "the balance was ", "not ", "+")))
     tail = draw(st.sampled_from(("", " USD", " kg", " items", "%", ".")))
     return head + unit * times + tail
