@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
-from streams.wire.codec import DecodeError, decode_claim, dumps
+from streams.core.state import FactState
+from streams.wire.codec import DecodeError, decode_claim, dumps, loads
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.claims.edge import ClaimsHandled, Runtime
 from streams.worker.claims.facts import MemoryFacts
@@ -30,6 +31,8 @@ from tests.support.generators import (
     Sent,
     StreamItem,
     Tick,
+    envelope_bytes,
+    envelopes,
     fuzz_policy,
     record_key,
     streams,
@@ -269,3 +272,29 @@ def _per_fact(decisions: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
     for record in decisions:
         grouped.setdefault(fact_key(record["subject"], record["field"]), []).append(record)
     return grouped
+
+
+@FUZZ
+@given(bodies=st.lists(envelopes(subject="inv:1", field="status"), min_size=1, max_size=5))
+@example(bodies=[{"claim_id": "a", "source": "ledger", "observed_at": T0_US, "value": "paid"}])
+@example(bodies=[{"claim_id": "a", "source": "ledger", "observed_at": 10**18, "value": "paid"}])
+@example(bodies=[{"claim_id": "a", "source": "ledger", "observed_at": 1.5, "value": "paid"}])
+@example(bodies=[{"claim_id": "a", "source": "ledger", "observed_at": "2026-09-14T09:12:30Z"}])
+@example(bodies=[{"claim_id": "a", "source": "ledger", "status": None, "value": "paid"}])
+def test_a_stored_fact_comes_back_as_it_was(bodies: list[dict[str, Any]]) -> None:
+    """A fact's claims read back from the table carry the envelopes they were sent with.
+
+    A restart must not change what a claim says: a time sent as a number stays a number
+    (rejected), never turned into a valid time by the stored form.
+    """
+    state = FactState("inv:1", "status", 0)
+    for n, body in enumerate(bodies):
+        raw = envelope_bytes({**body, "claim_id": f"c{n}", "subject": "inv:1", "field": "status"})
+        if raw is None:
+            continue
+        try:
+            state.claims.append(decode_claim(raw))
+        except DecodeError:
+            continue
+    restored = FactState.from_obj(loads(dumps(state.to_obj())))
+    assert [dict(c.envelope) for c in state.claims] == [dict(c.envelope) for c in restored.claims]
