@@ -119,7 +119,7 @@ def run(
     return out
 
 
-def _claim_at(fact: str, claim_id: str, observed: str | None, value: Any, **extra: Any) -> Sent:
+def _claim_at(fact: str, claim_id: str, observed: Any, value: Any, **extra: Any) -> Sent:
     subject, field_name = fact.split("|")
     stamp_us = extra.pop("stamp_us", None)
     body: dict[str, Any] = {
@@ -168,6 +168,15 @@ PRUNED_AT_ITS_DEADLINE: Final = [
 ]
 
 
+#: Times sent as numbers, and a restart between them: read back from the table, the first
+#: became a valid time (and won), the second made its fact fail to load (OverflowError).
+NUMBER_TIMES: Final = [
+    _claim_at("inv:1|status", "number", T0_US, "unpaid", stamp_us=T0_US + S),
+    _claim_at("inv:1|status", "text", "2026-09-14T09:12:30Z", "paid", source="index"),
+    _claim_at("inv:1|status", "huge", 10**18, "unpaid", stamp_us=T0_US + S),
+    _claim_at("inv:1|status", "later", "2026-09-14T09:12:31Z", "paid", source="index"),
+]
+
 #: The failures found that are still open (see DROPPED_UNANSWERED).
 DROPPED_EXAMPLES: Final = (SUPERSEDED_IN_ITS_WINDOW, BEYOND_MAX_LINEAGES, PRUNED_AT_ITS_DEADLINE)
 #: Owned by the core (streams/core/processor.py `_prune`, streams/core/lineage.py): a claim
@@ -188,11 +197,14 @@ DROPPED_UNANSWERED: Final = pytest.mark.xfail(
 @example(items=HUGE_NUMBER_PASSAGES, restart=None)
 @example(items=[Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME], restart=None)
 @example(items=SUPERSEDED_IN_ITS_WINDOW, restart=3)
+@example(items=NUMBER_TIMES, restart=1)
+@example(items=NUMBER_TIMES, restart=3)
 def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: int | None) -> None:
     """Any stream (a restart from the table included) is handled without raising.
 
-    A record that is no claim goes to the DLQ with a reason; each claim a decision lists
-    has a disposition, and a rejected one its reason.
+    Nothing raises, not even inside a fact (no fact is set aside as `internal_error`); a
+    record that is no claim goes to the DLQ with a reason; each claim a decision lists has
+    a disposition, and a rejected one its reason.
     """
     out = run(POLICY, items, restart_at=restart)
     for partition, offset, value in out.placed:
@@ -201,6 +213,10 @@ def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: 
         except DecodeError:
             assert [] != out.dead_letters.get((partition, offset), []), value[:200]
     assert all(r for reasons in out.dead_letters.values() for r in reasons)
+    # a fact set aside (its deciding raised, confined to it) is a failure found all the same
+    failed = [r for reasons in out.dead_letters.values() for r in reasons if "internal_error" in r]
+    failed += [d["reason"] for d in out.decisions if "internal_error" in d["reason"]]
+    assert [] == failed
     for decision in out.decisions:
         for listed in decision["claims"]:
             assert listed["disposition"] in DISPOSITIONS
@@ -217,6 +233,7 @@ def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: 
 @example(items=SUPERSEDED_IN_ITS_WINDOW, restart=None)
 @example(items=BEYOND_MAX_LINEAGES, restart=None)
 @example(items=PRUNED_AT_ITS_DEADLINE, restart=None)
+@example(items=NUMBER_TIMES, restart=3)
 def test_every_claim_is_decided_or_dead_lettered(
     items: list[StreamItem], restart: int | None
 ) -> None:
