@@ -9,7 +9,7 @@ DEMO_POLICY ?= examples/demo-policy.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock audit tools run demo-offline test test-unit lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
+.PHONY: help install lock audit tools run demo-offline test test-unit fuzz lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -54,6 +54,10 @@ test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker in
 
 test-unit: $(STAMP) tools ## run only the tests that need no broker
 	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
+
+fuzz: $(STAMP) ## the generated-input properties with a large example budget (CLAIMWATCH_FUZZ=1)
+	CLAIMWATCH_FUZZ=1 $(BIN)/pytest tests/unit/core/test_fuzz_*.py --hypothesis-show-statistics \
+	  $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff, and import-linter's layer contracts (pyproject.toml)
 	$(BIN)/ruff check streams schemas tests bench

@@ -10,7 +10,14 @@ from dataclasses import field as dc_field
 from typing import Any, Final
 
 from streams.core.alerts.lag_state import FactTrack
-from streams.core.claim import Claim, EnvelopeError, claim_from_envelope, fact_key
+from streams.core.claim import (
+    EARLIEST_OBSERVED_US,
+    LATEST_OBSERVED_US,
+    Claim,
+    EnvelopeError,
+    claim_from_envelope,
+    fact_key,
+)
 from streams.core.timeutil import as_rfc3339, format_rfc3339
 
 #: Short names of the envelope keys in stored state; other keys go under "x".
@@ -157,7 +164,13 @@ def pack(claim: Claim) -> dict[str, Any]:
         if key in _IMPLIED:
             continue
         short = _SHORT.get(key)
-        if short is None:
+        if (
+            short is None
+            or (key == "observed_at" and type(value) is not str)
+            or (key == "status" and value is None)
+        ):
+            # kept as sent: a time sent as a number under "t" would be read back as
+            # microseconds (a valid time), a null status under "u" as a missing one
             extra[key] = value
         elif key == "status" and value == "ok":
             continue
@@ -185,9 +198,7 @@ def unpack(item: Mapping[str, Any], subject: str, field_name: str) -> Claim:
         key = _LONG.get(short)
         if key is None:
             continue
-        envelope[key] = (
-            format_rfc3339(value) if key == "observed_at" and isinstance(value, int) else value
-        )
+        envelope[key] = _stored_time(value) if key == "observed_at" else value
     if "u" not in item:
         envelope["status"] = "ok"
     elif item["u"] is None:
@@ -199,6 +210,18 @@ def unpack(item: Mapping[str, Any], subject: str, field_name: str) -> Claim:
         claim = _stored_before(envelope, str(exc))
     error = item.get("e")
     return replace(claim, arrival_error=error) if error else claim
+
+
+def _stored_time(value: Any) -> Any:
+    """The `observed_at` text of a stored time: microseconds as `pack` writes them.
+
+    An integer beyond the times a claim may carry (written as sent by an older release,
+    which stored a time sent as a number under the same key) is left as it is: the claim
+    stays rejected instead of its fact failing to load.
+    """
+    if type(value) is int and EARLIEST_OBSERVED_US <= value <= LATEST_OBSERVED_US:
+        return format_rfc3339(value)
+    return value
 
 
 def _stored_before(envelope: Mapping[str, Any], reason: str) -> Claim:

@@ -123,9 +123,10 @@ def _identity(x: float) -> float:
 
 
 def _incompatible(from_unit: str, to_unit: str) -> UnitError:
-    ureg = registry()
-    src = str(ureg.get_dimensionality(from_unit))
-    dst = str(ureg.get_dimensionality(to_unit))
+    # the dimensions of the parsed units: pint's `get_dimensionality` parses a unit text
+    # again with its expression parser, which fails with an AssertionError on `%`
+    src = str(_parse(from_unit).dimensionality)
+    dst = str(_parse(to_unit).dimensionality)
     return UnitError(
         f"cannot convert {from_unit} to {to_unit}: incompatible dimensions ({src} vs {dst})"
     )
