@@ -72,6 +72,10 @@ class Claim:
     #: a break of the envelope's contract found when the claim was built (an optional key
     #: of the wrong type, a number beyond the limits): the claim stays rejected
     contract_error: str | None = None
+    #: why the stream processor no longer lets this claim vote although no decision has
+    #: listed it yet (superseded by its source, beyond a cap, past the horizon): it stays
+    #: in its fact until the next decision lists it `stale`, then it is pruned
+    superseded: str | None = None
     #: the key of the claim's fact (made once: the step asks for it several times a claim)
     fact_key: str = dc_field(default="", init=False, repr=False, compare=False)
     #: what a store that keeps the claim live between records works out about it once

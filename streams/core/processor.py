@@ -241,11 +241,11 @@ class PartitionProcessor(Pruning):
             out.events.append("over_budget")
             out.dead_letters.append(refused)
             return
-        # a claim already past freshness + grace is kept until its fact's next decision,
-        # which lists it `stale` (every claim is answered); pruning drops it after that
+        # every claim stays until its fact's next decision lists it (one already past
+        # freshness + grace is listed `stale`); pruning may drop it after that
         if claim.observed_us is not None and claim.observed_us < now - rule.horizon_us:
             out.events.append("stale_on_arrival")
-            state.late.add(claim.claim_id)
+        state.unlisted.add(claim.claim_id)
         if not rule.known:
             out.events.append("unknown_field")
         if arrival_error is not None:
@@ -315,8 +315,8 @@ class PartitionProcessor(Pruning):
                 out.events.append(UNREGISTERED_ONLY)
             state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
             state.decided_offset, state.decided_at = self.position, at_us
-        if state.late:  # listed in a decision now: pruning may drop them from here on
-            state.late.clear()
+        if state.unlisted:  # listed in a decision now: pruning may drop them from here on
+            state.unlisted.clear()
             state.pruned_at = None
         expiry = _next_expiry(state.claims, rule, at_us)
         if expiry is not None:
@@ -357,7 +357,10 @@ def _next_expiry(claims: list[Claim], rule: FieldRule, at_us: int) -> int | None
     moments = [
         stale_at(c.observed_us, rule.freshness_us)
         for c in claims
-        if c.observed_us is not None and c.is_evidence and c.arrival_error is None
+        if c.observed_us is not None
+        and c.is_evidence
+        and c.arrival_error is None
+        and c.superseded is None
     ]
     upcoming = [m for m in moments if m > at_us]
     return min(upcoming) if upcoming else None

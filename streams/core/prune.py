@@ -6,6 +6,8 @@ every claim added and every decision, on the state the step holds.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from schemas.durations import UNTIL_EDITED
 from streams.core.claim import Claim
 from streams.core.lineage import cap_lineages
@@ -60,32 +62,32 @@ class Pruning:
         return any(claim.source == source for claim in claims[:-1])
 
     def _drop(self, state: FactState, rule: FieldRule, now: int) -> None:
-        """The pruning itself (see `_prune`)."""
-        floor = now - rule.horizon_us
-        late = state.late
-        claims = [c for c in state.claims if (c.observed_us or now) >= floor or c.claim_id in late]
-        if rule.freshness_us >= UNTIL_EDITED:
-            newest: dict[str, Claim] = {}
-            for claim in claims:
-                kept = newest.get(claim.source)
-                if kept is None or (claim.observed_us or 0) >= (kept.observed_us or 0):
-                    newest[claim.source] = claim
-            claims = [c for c in claims if newest.get(c.source) is c]
-        claims = cap_lineages(claims, self.policy, rule, self._max_lineages)
-        if len(claims) > MAX_CLAIMS_PER_FACT:
-            claims = sorted(claims, key=lambda c: (c.observed_us or 0, c.claim_id))
-            claims = claims[-MAX_CLAIMS_PER_FACT:]
-        # `claims` is a sub-list of the fact's claims in their order (sorting above always
-        # drops some): as long means nothing was dropped, the usual case
-        if len(claims) != len(state.claims):
-            live = {c.claim_id for c in claims}
-            for dropped in state.claims:
-                if dropped.claim_id not in live:
-                    when = dropped.observed_us if dropped.observed_us is not None else now
-                    state.seen[dropped.claim_id] = (content_hash(dropped.envelope), when)
-                    state.add_bytes(-self.size_of(dropped))
-                    late.discard(dropped.claim_id)
+        """The pruning itself (see `_prune`).
+
+        Claims already out of the running (`superseded`) go once a decision listed them;
+        of the others, those past the horizon, superseded by their source on a field kept
+        until edited, or beyond the caps go too — unless no decision has listed them yet
+        (`state.unlisted`): such a claim stays, marked `superseded` with the reason, for
+        the next decision to list it `stale`.
+        """
+        unlisted = state.unlisted
+        voting = [c for c in state.claims if c.superseded is None]
+        kept = _within_bounds(voting, rule, now, self.policy, self._max_lineages)
+        if len(kept) != len(state.claims):  # as long: nothing to drop or mark, the usual case
+            live = {c.claim_id for c in kept}
+            claims = []
+            for claim in state.claims:
+                if claim.claim_id in live:
+                    claims.append(claim)
+                elif claim.claim_id in unlisted:  # answered first, dropped after
+                    reason = claim.superseded or _why_dropped(claim, rule, now)
+                    claims.append(replace(claim, superseded=reason))
+                else:
+                    when = claim.observed_us if claim.observed_us is not None else now
+                    state.seen[claim.claim_id] = (content_hash(claim.envelope), when)
+                    state.add_bytes(-self.size_of(claim))
             state.claims = claims
+        floor = now - rule.horizon_us
         seen = state.seen
         if len(seen) > MAX_SEEN_PER_FACT or any(v[1] < floor for v in seen.values()):
             seen = {k: v for k, v in seen.items() if v[1] >= floor}
@@ -93,3 +95,37 @@ class Pruning:
                 ordered = sorted(seen.items(), key=lambda kv: (kv[1][1], kv[0]))
                 seen = dict(ordered[-MAX_SEEN_PER_FACT:])
             state.seen = seen
+
+
+def _within_bounds(
+    claims: list[Claim], rule: FieldRule, now: int, policy: CompiledPolicy, max_lineages: int
+) -> list[Claim]:
+    """The claims a fact keeps, a sub-list in their order.
+
+    Within the horizon, the newest of each source on a field kept until edited, within
+    `max_lineages` and MAX_CLAIMS_PER_FACT.
+    """
+    floor = now - rule.horizon_us
+    kept = [c for c in claims if (c.observed_us or now) >= floor]
+    if rule.freshness_us >= UNTIL_EDITED:
+        newest: dict[str, Claim] = {}
+        for claim in kept:
+            held = newest.get(claim.source)
+            if held is None or (claim.observed_us or 0) >= (held.observed_us or 0):
+                newest[claim.source] = claim
+        kept = [c for c in kept if newest.get(c.source) is c]
+    kept = cap_lineages(kept, policy, rule, max_lineages)
+    if len(kept) > MAX_CLAIMS_PER_FACT:
+        newest_last = sorted(kept, key=lambda c: (c.observed_us or 0, c.claim_id))
+        last = {c.claim_id for c in newest_last[-MAX_CLAIMS_PER_FACT:]}
+        kept = [c for c in kept if c.claim_id in last]
+    return kept
+
+
+def _why_dropped(claim: Claim, rule: FieldRule, now: int) -> str:
+    """Why pruning takes a claim out of the running before any decision listed it."""
+    if (claim.observed_us or now) < now - rule.horizon_us:
+        return "observed before the horizon (freshness + grace)"
+    if rule.freshness_us >= UNTIL_EDITED:
+        return "superseded by a newer claim of its source, or beyond the fact's caps"
+    return "beyond the fact's caps (max_lineages, claims per fact)"

@@ -69,6 +69,8 @@ def resolve_entries(
             rejected += 1
         elif not checked.evidence:
             entry.disposition = "no_evidence"
+        elif claim.superseded is not None:  # out of the running before any decision
+            entry.disposition = "stale"
         else:
             entry.canon = checked.canon
         entries.append(entry)

@@ -70,9 +70,10 @@ class FactState:
     decided_at: int | None = None
     #: what the replica-lag detector follows of this fact (see core.alerts.lag_fact)
     track: FactTrack | None = None
-    #: ids of live claims that arrived past their freshness + grace: kept until the fact's
-    #: next decision lists them (`stale`), then pruned as usual
-    late: set[str] = dc_field(default_factory=set)
+    #: ids of the claims added since the fact's last decision: none of them is pruned before
+    #: a decision lists it (one pruning would drop is kept, `superseded`, and listed
+    #: `stale`), so every claim is answered
+    unlisted: set[str] = dc_field(default_factory=set)
     #: the fact's key (made once)
     key: str = dc_field(default="", init=False, repr=False, compare=False)
     #: the clock time the claims were last pruned at, while they stay as pruned then (not
@@ -130,8 +131,8 @@ class FactState:
             obj["q"] = [self.decided_offset, self.decided_at]
         if self.track is not None:
             obj["g"] = self.track.pack()
-        if self.late:
-            obj["z"] = sorted(self.late)
+        if self.unlisted:
+            obj["z"] = sorted(self.unlisted)
         return obj
 
     @classmethod
@@ -152,7 +153,7 @@ class FactState:
             decided_offset=obj["q"][0] if "q" in obj else None,
             decided_at=obj["q"][1] if "q" in obj else None,
             track=FactTrack.unpack(obj["g"]) if "g" in obj else None,
-            late=set(obj.get("z", ())),
+            unlisted=set(obj.get("z", ())),
         )
 
 
@@ -188,6 +189,8 @@ def pack(claim: Claim) -> dict[str, Any]:
         packed["x"] = extra
     if claim.arrival_error:
         packed["e"] = claim.arrival_error
+    if claim.superseded:
+        packed["m"] = claim.superseded
     return packed
 
 
@@ -208,8 +211,10 @@ def unpack(item: Mapping[str, Any], subject: str, field_name: str) -> Claim:
         claim = claim_from_envelope(envelope)
     except EnvelopeError as exc:
         claim = _stored_before(envelope, str(exc))
-    error = item.get("e")
-    return replace(claim, arrival_error=error) if error else claim
+    error, superseded = item.get("e"), item.get("m")
+    if error or superseded:
+        claim = replace(claim, arrival_error=error or None, superseded=superseded or None)
+    return claim
 
 
 def _stored_time(value: Any) -> Any:

@@ -211,12 +211,6 @@ async def test_the_live_worker_and_a_replay_make_the_same_decisions(
     assert len(differential.sent) >= CLAIMS and len(live_ids) >= 150 and differential.dlq
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 40: a claim dropped before its fact's window closes (past the horizon at "
-    "its deadline) is never answered (tests/unit/core/test_fuzz_partition.py)",
-)
 async def test_every_claim_sent_is_listed_in_a_decision(differential: Differential) -> None:
     """Each claim sent is listed in a live decision of its fact (a repeated id, by its first)."""
     sent, dlq = differential.sent, differential.dlq

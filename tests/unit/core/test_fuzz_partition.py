@@ -148,20 +148,20 @@ HUGE_NUMBER_PASSAGES: Final = [
 ]
 
 #: A claim superseded by a newer one of its source (a field kept until edited) before its
-#: fact's window closed: dropped, never listed in a decision.
+#: fact's window closed: it no longer votes, and the decision lists it `stale`.
 SUPERSEDED_IN_ITS_WINDOW: Final = [
     _claim_at("inv:1|name", "a", "2026-09-14T09:12:30Z", "Ada"),
     _claim_at("inv:1|name", "b", "2026-09-14T09:12:31Z", "Bob"),
 ]
 #: Five lineages in one window on a policy keeping four (`max_lineages`): the oldest
-#: claim is dropped before the fact is decided, and never listed in a decision.
+#: claim is out of the running before the fact is decided, and listed `stale`.
 BEYOND_MAX_LINEAGES: Final = [
     _claim_at("inv:1|status", f"l{n}", f"2026-09-14T09:12:3{n}Z", "paid", lineage=f"lin{n}")
     for n in range(5)
 ]
 
 #: A claim 89 s old on a field kept 90 s (60 s freshness, 30 s grace): accepted, then
-#: pruned when its fact's window closes 2 s later, and never listed in a decision.
+#: past the horizon when its fact's window closes 2 s later, and listed `stale`.
 PRUNED_AT_ITS_DEADLINE: Final = [
     _claim_at("inv:1|status", "now", "2026-09-14T09:12:30Z", "paid"),
     _claim_at("inv:1|status", "edge", "2026-09-14T09:11:01Z", "unpaid"),
@@ -177,17 +177,9 @@ NUMBER_TIMES: Final = [
     _claim_at("inv:1|status", "later", "2026-09-14T09:12:31Z", "paid", source="index"),
 ]
 
-#: The failures found that are still open (see DROPPED_UNANSWERED).
+#: Claims pruning takes out of the running before their fact's first decision: each is
+#: still listed (`stale`) in that decision.
 DROPPED_EXAMPLES: Final = (SUPERSEDED_IN_ITS_WINDOW, BEYOND_MAX_LINEAGES, PRUNED_AT_ITS_DEADLINE)
-#: Owned by the core (streams/core/processor.py `_prune`, streams/core/lineage.py): a claim
-#: dropped from its fact's live claims before the fact's window closes is never listed in
-#: any decision. Strict: the marker must go once they are listed.
-DROPPED_UNANSWERED: Final = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 40: a claim dropped before its fact's window closes (superseded by its "
-    "source, beyond max_lineages, past the horizon at its deadline) is never answered",
-)
 
 
 @FUZZ
@@ -223,7 +215,6 @@ def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: 
             assert listed["disposition"] != "rejected" or listed["error"]
 
 
-@DROPPED_UNANSWERED
 @FUZZ
 @given(items=streams(), restart=st.none() | st.integers(0, 30))
 @example(items=STALE_ON_ARRIVAL, restart=None)
@@ -242,7 +233,6 @@ def test_every_claim_is_decided_or_dead_lettered(
 
 
 @pytest.mark.parametrize("items", DROPPED_EXAMPLES, ids=["superseded", "lineages", "horizon"])
-@DROPPED_UNANSWERED
 def test_a_dropped_claim_is_still_answered(items: list[StreamItem]) -> None:
     """The failures found, one by one: each claim is listed in a decision of its fact."""
     assert [] == unanswered(run(POLICY, items))

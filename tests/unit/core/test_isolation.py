@@ -201,7 +201,7 @@ def test_a_late_claim_survives_a_restart_until_its_decision() -> None:
     proc.on_claim(claim("old", "paid", T0 + 10 * SECOND))
     state = proc.facts["invoice:1|payment_status"]
     restored = FactState.from_obj(state.to_obj())
-    assert {"old"} == restored.late
+    assert {"old"} == restored.unlisted
     again = PartitionProcessor(policy_with(), 0, {restored.key: restored}, T0 + 200 * SECOND)
     again.rebuild([restored])
     (record,) = decided([again.on_tick(T0 + 205 * SECOND)])["invoice:1|payment_status"]

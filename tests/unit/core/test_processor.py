@@ -198,7 +198,10 @@ def test_state_roundtrips_and_stays_under_a_kibibyte() -> None:
 
 @pytest.mark.parametrize("limit", [1, 2])
 def test_lineages_are_capped(limit: int) -> None:
-    """Beyond max_lineages the lineage with the oldest newest claim is dropped."""
+    """Beyond max_lineages the lineage with the oldest newest claim no longer votes.
+
+    Until a decision lists them the others stay, out of the running (`superseded`).
+    """
     base = policy_with().policy
     capped = CompiledPolicy(
         base.model_copy(
@@ -211,8 +214,10 @@ def test_lineages_are_capped(limit: int) -> None:
     proc = PartitionProcessor(capped, 0, facts)
     for i in range(4):
         proc.on_claim(claim(str(i), f"src-{i}", "paid", T0 + i * SECOND))
-    kept = {c.source for c in facts["invoice:1|payment_status"].claims}
+    claims = facts["invoice:1|payment_status"].claims
+    kept = {c.source for c in claims if c.superseded is None}
     assert {f"src-{i}" for i in range(4 - limit, 4)} == kept
+    assert {f"src-{i}" for i in range(4 - limit)} == {c.source for c in claims if c.superseded}
 
 
 def test_flush_closes_open_windows_without_expiring() -> None:
@@ -306,7 +311,10 @@ class CountingProcessor(PartitionProcessor):
 def test_a_fact_whose_clock_stands_still_is_pruned_when_something_may_drop(
     freshness: str, sources: str, expected_prunes: int, kept: int
 ) -> None:
-    """Claims added while the partition clock stands still are pruned when they can drop one."""
+    """Claims added while the partition clock stands still are pruned when they can drop one.
+
+    `kept`: the claims that still vote; the superseded ones are listed too, `stale`.
+    """
     proc = CountingProcessor(policy_with(settle="2s", freshness=freshness), 0, {})
     proc.on_claim(claim("lead", "ledger-a", "paid", T0 + 10 * SECOND))  # the clock's high mark
     steps = [
@@ -314,9 +322,11 @@ def test_a_fact_whose_clock_stands_still_is_pruned_when_something_may_drop(
         for n, source in enumerate(sources)
     ]
     steps.extend(proc.flush_in(100))
-    assert (expected_prunes, kept) == (
+    listed = steps[-1].decisions[0].record["claims"]
+    assert (expected_prunes, kept, 6) == (
         proc.prunes,
-        len(steps[-1].decisions[0].record["claims"]),
+        len([c for c in listed if c["disposition"] != "stale"]),
+        len(listed),
     )
 
 
