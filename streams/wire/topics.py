@@ -31,6 +31,7 @@ __all__ = [
     "MissingTopic",
     "TopicNames",
     "TopicsRefused",
+    "ensure_changelogs",
     "ensure_topics",
     "misplaced",
     "partition_for",
@@ -115,6 +116,30 @@ async def ensure_topics(bootstrap: str, names: TopicNames, partitions: int) -> l
         if refusals:
             raise TopicsRefused(refusals)
         return done
+    finally:
+        await admin.close()
+
+
+async def ensure_changelogs(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """Create the tables' changelog topics that are missing (compacted, `partitions` each).
+
+    Faust creates them itself once it runs, but a table written before its producer has
+    the new topic's metadata raises PartitionsMismatch ("has 0 partitions"): a worker's
+    first requests after a fresh start failed so. Made here, before Faust starts, they are
+    there from the first record on.
+    """
+    admin = kafka.admin(bootstrap)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        new = [
+            NewTopic(name, partitions, 1, topic_configs={"cleanup.policy": "compact"})
+            for name in topics
+            if name not in existing
+        ]
+        if new:
+            with contextlib.suppress(TopicAlreadyExistsError):
+                await admin.create_topics(new)
     finally:
         await admin.close()
 

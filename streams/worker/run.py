@@ -17,7 +17,7 @@ from faust import Worker
 
 from streams.core.argue.verdicts import VerdictConfig, VerdictLimits
 from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, TopicsRefused, ensure_topics
+from streams.wire.topics import TopicNames, TopicsRefused, ensure_changelogs, ensure_topics
 from streams.worker import collector
 from streams.worker.alerts.agents import install_alerts
 from streams.worker.alerts.edge import AlertRuntime
@@ -193,6 +193,8 @@ def run_worker(settings: WorkerSettings) -> None:
         raise SystemExit(EXIT_TOPICS_REFUSED) from None
     for line in fixed:
         log.warning("%s", line)
+    changelogs = [t.changelog_topic.get_topic_name() for t in wired.pipe.app.tables.values()]
+    asyncio.run(ensure_changelogs(settings.bootstrap, changelogs, settings.partitions))
     logging.getLogger("faust").setLevel(settings.log_level.upper())
     quiet_faust_checks()  # a rebalance: one line per minute, not a paragraph per partition
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
