@@ -67,7 +67,6 @@ external_bootstrap() {
   [[ -n $b && $b != "$HOST:$PORT" && $b != "localhost:$PORT" ]]
 }
 
-
 # probe PORT: 0 = a Kafka broker answers ApiVersions, 1 = something else listens, 2 = nothing does
 probe() {
   local port=$1 reply
@@ -106,7 +105,9 @@ broker_pid() {
 }
 
 # the client port in a server.properties this script wrote (empty when it has none)
-props_port() { sed -n 's|^advertised\.listeners=PLAINTEXT://[^:]*:\([0-9]*\).*|\1|p' "${1:-$PROPS}" 2>/dev/null; }
+props_port() {
+  sed -n 's|^advertised\.listeners=PLAINTEXT://[^:]*:\([0-9]*\).*|\1|p' "${1:-$PROPS}" 2>/dev/null
+}
 
 # refuse to act on this version's broker when it was started on another port than PORT
 same_port_or_die() {
@@ -121,7 +122,8 @@ same_port_or_die() {
 find_java() {
   JAVA=java
   [[ -n ${JAVA_HOME:-} && -x $JAVA_HOME/bin/java ]] && JAVA=$JAVA_HOME/bin/java
-  command -v "$JAVA" >/dev/null || die "java not found (Kafka $VERSION needs Java $JAVA_MIN+; install a JDK 17)"
+  command -v "$JAVA" >/dev/null \
+    || die "java not found (Kafka $VERSION needs Java $JAVA_MIN+; install a JDK 17)"
   local v
   v=$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\)[."].*/\1/p' | head -n 1)
   [[ -n $v && $v -ge $JAVA_MIN ]] \
