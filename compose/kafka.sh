@@ -353,7 +353,10 @@ cmd_down() {
 cmd_status() {
   local pid
   if pid=$(broker_pid); then
-    same_port_or_die "$pid"
+    if [[ -n $(props_port) && $(props_port) != "$PORT" ]]; then
+      say "Kafka $VERSION of this checkout runs (pid $pid) on $HOST:$(props_port), not $PORT"
+      return 1
+    fi
     if probe "$PORT"; then
       say "Kafka $VERSION running (pid $pid) on $HOST:$PORT"
       return 0
