@@ -22,8 +22,10 @@ from tests.support.kafka import TopicFactory
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "compose" / "kafka.sh"
-LOCAL_BOOTSTRAP = "127.0.0.1:9092"
-LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, "localhost:9092")  # compose/kafka.sh's own broker
+#: compose/kafka.sh's own broker: its port is CLAIMWATCH_KAFKA_PORT, as for the script
+LOCAL_PORT = os.environ.get("CLAIMWATCH_KAFKA_PORT") or "9092"
+LOCAL_BOOTSTRAP = f"127.0.0.1:{LOCAL_PORT}"
+LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, f"localhost:{LOCAL_PORT}")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 #: the image of the Docker path: the 4.x release compose/kafka.sh provisions by default
 KAFKA_IMAGE = "apache/kafka:4.4.0"
