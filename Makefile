@@ -7,12 +7,19 @@ STAMP := $(VENV)/.installed
 POLICY ?= examples/policy.yaml
 DEMO_POLICY ?= examples/demo-policy.yaml
 PYTEST_ARGS ?=
+# The 3.9 smoke run: a second local broker (compose/kafka.sh, Kafka 3.9.1) on its own port, and
+# the few tests that prove the worker still runs on the 3.9 line (docs/brokers.md).
+SMOKE_39_VERSION ?= 3.9
+SMOKE_39_PORT ?= 29092
+SMOKE_39_TESTS ?= tests/integration/test_broker_smoke.py \
+  tests/integration/test_pipeline.py::test_nine_fixture_cases_match_offline_resolve \
+  tests/integration/test_topics_kafka.py
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock audit tools run demo-offline test test-unit fuzz lint typecheck check bench schemas kafka-up kafka-down kafka-status clean
+.PHONY: help install lock audit tools run demo-offline test test-unit test-smoke-39 fuzz lint typecheck check bench schemas kafka-up kafka-down kafka-status kafka-down-39 clean
 
 help: ## list the targets
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +62,11 @@ test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker in
 test-unit: $(STAMP) tools ## run only the tests that need no broker
 	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
 
+test-smoke-39: $(STAMP) ## start a Kafka 3.9 broker (port SMOKE_39_PORT, 29092) and run the smoke set on it
+	CLAIMWATCH_KAFKA_PORT=$(SMOKE_39_PORT) CLAIMWATCH_BOOTSTRAP=127.0.0.1:$(SMOKE_39_PORT) \
+	  compose/kafka.sh up $(SMOKE_39_VERSION)
+	CLAIMWATCH_BOOTSTRAP=127.0.0.1:$(SMOKE_39_PORT) $(BIN)/pytest -m kafka $(SMOKE_39_TESTS) $(PYTEST_ARGS)
+
 fuzz: $(STAMP) ## the generated-input properties with a large example budget (CLAIMWATCH_FUZZ=1)
 	CLAIMWATCH_FUZZ=1 $(BIN)/pytest tests/unit/core/test_fuzz_*.py --hypothesis-show-statistics \
 	  $(PYTEST_ARGS)
@@ -75,15 +87,20 @@ bench: $(STAMP) kafka-up ## the speed figures of every issue, as ratios against 
 schemas: $(STAMP) ## regenerate schemas/json from the pydantic models
 	$(BIN)/python -m schemas.generate
 
-kafka-up: ## provision and start the local Apache Kafka 3.9 broker (idempotent; no-op with CLAIMWATCH_BOOTSTRAP)
+kafka-up: ## provision and start the local Apache Kafka 4.x broker (CLAIMWATCH_KAFKA_VERSION, _PORT choose; no-op with CLAIMWATCH_BOOTSTRAP)
 	compose/kafka.sh up
 
 kafka-down: ## stop the local broker
 	compose/kafka.sh down
 
+kafka-down-39: ## stop the 3.9 broker of test-smoke-39
+	CLAIMWATCH_KAFKA_PORT=$(SMOKE_39_PORT) CLAIMWATCH_BOOTSTRAP=127.0.0.1:$(SMOKE_39_PORT) \
+	  compose/kafka.sh down $(SMOKE_39_VERSION)
+
 kafka-status: ## is the local broker running?
 	compose/kafka.sh status
 
-clean: ## remove the venv, caches and the broker's data (not its jar cache)
+clean: ## remove the venv, caches and the brokers' data (not their jar caches)
 	-compose/kafka.sh down
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .cache/kafka-data
+	-$(MAKE) --no-print-directory kafka-down-39
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .cache/kafka-*/data

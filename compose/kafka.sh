@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Local single-node Apache Kafka 3.9 broker (KRaft, no Docker) on 127.0.0.1:9092.
-#   compose/kafka.sh up|down|status
-# Jars come from Maven Central (compose/kafka/pom.xml) into .cache/kafka/libs, data lives in
-# .cache/kafka-data. With CLAIMWATCH_BOOTSTRAP set to another address, nothing is done.
+# Local single-node Apache Kafka broker (KRaft, no Docker) on 127.0.0.1, 4.x by default.
+#   compose/kafka.sh up|down|status|pid [VERSION]
+# VERSION (else CLAIMWATCH_KAFKA_VERSION, else KAFKA_VERSION): a 4.x or 3.9.x release, or the
+# aliases 4 (the default, DEFAULT_VERSION below) and 3.9 (3.9.1). CLAIMWATCH_KAFKA_PORT (default
+# 9092) is the client port; the controller listens on the port after it. Each version has its
+# own jars (Maven Central, compose/kafka/<major>/pom.xml) and data in .cache/kafka-<version>/,
+# so brokers of two versions on two ports run side by side. `pid` prints the pid of the broker
+# this script started on that port (any version). With CLAIMWATCH_BOOTSTRAP set to another
+# address than 127.0.0.1:<port>, nothing is done.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CONF=$ROOT/compose/kafka
-HOME_DIR=$ROOT/.cache/kafka
-LIBS=$HOME_DIR/libs
-DATA=$ROOT/.cache/kafka-data
-PROPS=$HOME_DIR/server.properties
-LOG=$HOME_DIR/broker.log
-PID_FILE=$HOME_DIR/broker.pid
-READY_FILE=$HOME_DIR/ready.pid # pid of the broker that passed the readiness check
-STAMP=$HOME_DIR/storage.stamp  # "<cluster id> <kafka version>" written after our own format
+# the newest 4.x whose jars resolve from Maven Central here and whose broker runs on Java 17
+DEFAULT_VERSION=4.4.0
+SMOKE_39_VERSION=3.9.1
 HOST=127.0.0.1
-PORT=9092
-CONTROLLER_PORT=9093
+PORT=${CLAIMWATCH_KAFKA_PORT:-9092}
+[[ $PORT =~ ^[0-9]+$ ]] && ((PORT > 0 && PORT < 65535)) \
+  || { echo "kafka.sh: error: CLAIMWATCH_KAFKA_PORT='$PORT' is not a port below 65535" >&2; exit 2; }
+CONTROLLER_PORT=$((PORT + 1))
 HEAP=${CLAIMWATCH_KAFKA_HEAP:-512m}
 START_TIMEOUT=${CLAIMWATCH_KAFKA_START_TIMEOUT:-90}
 STOP_TIMEOUT=30
@@ -31,12 +32,40 @@ die() {
   exit 1
 }
 
+# sets VERSION, MAJOR and every path of that version's broker
+choose_version() {
+  VERSION=${1:-${CLAIMWATCH_KAFKA_VERSION:-${KAFKA_VERSION:-$DEFAULT_VERSION}}}
+  case $VERSION in
+    4) VERSION=$DEFAULT_VERSION ;;
+    3.9) VERSION=$SMOKE_39_VERSION ;;
+  esac
+  case $VERSION in
+    4.[0-9]*.[0-9]*) MAJOR=4 JAVA_MIN=17 ;;
+    3.9.[0-9]*) MAJOR=3 JAVA_MIN=11 ;;
+    *) die "Kafka version '$VERSION' is not supported: use a 4.x.y or 3.9.x release, or 4 or 3.9" ;;
+  esac
+  [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "Kafka version '$VERSION' is not x.y.z"
+  CONF=$ROOT/compose/kafka
+  POM=$CONF/$MAJOR/pom.xml
+  HOME_DIR=$ROOT/.cache/kafka-$VERSION
+  LIBS=$HOME_DIR/libs
+  DATA=$HOME_DIR/data
+  PROPS=$HOME_DIR/server.properties
+  LOG=$HOME_DIR/broker.log
+  PID_FILE=$HOME_DIR/broker.pid
+  READY_FILE=$HOME_DIR/ready.pid # pid of the broker that passed the readiness check
+  STAMP=$HOME_DIR/storage.stamp  # "<cluster id> <kafka version>" written after our own format
+  if ((MAJOR == 4)); then
+    LOG_OPTS=("-Dlog4j2.configurationFile=$CONF/4/log4j2.properties")
+  else
+    LOG_OPTS=("-Dlog4j.configuration=file:$CONF/3/log4j.properties")
+  fi
+}
+
 external_bootstrap() {
   local b=${CLAIMWATCH_BOOTSTRAP:-}
   [[ -n $b && $b != "$HOST:$PORT" && $b != "localhost:$PORT" ]]
 }
-
-kafka_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$CONF/pom.xml"; }
 
 # probe PORT: 0 = a Kafka broker answers ApiVersions, 1 = something else listens, 2 = nothing does
 probe() {
@@ -75,38 +104,57 @@ broker_pid() {
   return 1
 }
 
+# the client port in a server.properties this script wrote (empty when it has none)
+props_port() {
+  sed -n 's|^advertised\.listeners=PLAINTEXT://[^:]*:\([0-9]*\).*|\1|p' "${1:-$PROPS}" 2>/dev/null
+}
+
+# refuse to act on this version's broker when it was started on another port than PORT
+same_port_or_die() {
+  local pid=$1 running
+  running=$(props_port)
+  [[ -z $running || $running == "$PORT" ]] && return 0
+  die "Kafka $VERSION of this checkout already runs (pid $pid) on $HOST:$running, not $PORT;" \
+    "use CLAIMWATCH_KAFKA_PORT=$running, or stop it first with" \
+    "CLAIMWATCH_KAFKA_PORT=$running compose/kafka.sh down $VERSION"
+}
+
 find_java() {
   JAVA=java
   [[ -n ${JAVA_HOME:-} && -x $JAVA_HOME/bin/java ]] && JAVA=$JAVA_HOME/bin/java
-  command -v "$JAVA" >/dev/null || die "java not found (Kafka 3.9 needs Java 11+; install a JDK 17)"
+  command -v "$JAVA" >/dev/null \
+    || die "java not found (Kafka $VERSION needs Java $JAVA_MIN+; install a JDK 17)"
   local v
   v=$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\)[."].*/\1/p' | head -n 1)
-  [[ -n $v && $v -ge 11 ]] || die "Kafka 3.9 needs Java 11+, $JAVA is version '${v:-unknown}'"
+  [[ -n $v && $v -ge $JAVA_MIN ]] \
+    || die "Kafka $VERSION needs Java $JAVA_MIN+, $JAVA is version '${v:-unknown}' (set JAVA_HOME)"
 }
 
 fetch_libs() {
   local want
-  want=$(sha256sum "$CONF/pom.xml" | cut -d' ' -f1)
+  want="$(sha256sum "$POM" | cut -d' ' -f1) $VERSION"
   if [[ -f $LIBS/.pom.sha256 && $(<"$LIBS/.pom.sha256") == "$want" ]]; then
     return 0
   fi
   command -v mvn >/dev/null || die "mvn not found: Maven is needed once to fetch the Kafka jars"
-  say "fetching Apache Kafka $(kafka_version) jars from Maven Central into .cache/kafka/libs ..."
+  say "fetching Apache Kafka $VERSION jars from Maven Central into .cache/kafka-$VERSION/libs ..."
   rm -rf "$LIBS.tmp"
-  if ! mvn -B -q -f "$CONF/pom.xml" dependency:copy-dependencies -Dkafka.libs.dir="$LIBS.tmp" \
+  if ! mvn -B -q -f "$POM" dependency:copy-dependencies -Dkafka.version="$VERSION" \
+    -Dkafka.libs.dir="$LIBS.tmp" \
     >"$HOME_DIR/maven.log" 2>&1; then
     sed 's/\x1b\[[0-9;]*m//g' "$HOME_DIR/maven.log" >&2
     rm -rf "$LIBS.tmp"
-    die "Maven could not fetch the Kafka jars (see above; Maven Central must be reachable)"
+    die "Maven could not fetch the Kafka $VERSION jars (see above; Maven Central must be" \
+      "reachable and serve that version)"
   fi
-  ls "$LIBS.tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || die "Maven fetched no kafka_2.13 jar"
+  ls "$LIBS.tmp/kafka_2.13-$VERSION.jar" >/dev/null 2>&1 || die "Maven fetched no kafka_2.13 jar"
   echo "$want" >"$LIBS.tmp/.pom.sha256"
   rm -rf "$LIBS"
   mv "$LIBS.tmp" "$LIBS"
 }
 
 wipe_data() {
-  [[ $DATA == "$ROOT/.cache/kafka-data" ]] || die "refusing to delete unexpected path $DATA"
+  [[ $DATA == "$ROOT/.cache/kafka-$VERSION/data" ]] || die "refusing to delete unexpected path $DATA"
   rm -rf "$DATA" "$STAMP"
 }
 
@@ -116,7 +164,7 @@ ensure_storage() {
     cid=$(sed -n 's/^cluster\.id=//p' "$meta")
     node=$(sed -n 's/^node\.id=//p' "$meta")
     ver=$(sed -n 's/^version=//p' "$meta")
-    if [[ -f $STAMP && $(<"$STAMP") == "$cid $(kafka_version)" && $node == 1 && $ver == 1 ]]; then
+    if [[ -f $STAMP && $(<"$STAMP") == "$cid $VERSION" && $node == 1 && $ver == 1 ]]; then
       return 0
     fi
     say "$DATA was formatted by someone else (cluster.id=${cid:-?} node.id=${node:-?}" \
@@ -132,12 +180,12 @@ ensure_storage() {
   while [[ $cid == -* ]]; do
     cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
   done
-  if ! "$JAVA" -Xmx256m -Dlog4j.configuration="file:$CONF/log4j.properties" -cp "$LIBS/*" \
+  if ! "$JAVA" -Xmx256m "${LOG_OPTS[@]}" -cp "$LIBS/*" \
     kafka.tools.StorageTool format -t "$cid" -c "$PROPS" >"$HOME_DIR/format.log" 2>&1; then
     cat "$HOME_DIR/format.log" >&2
     die "formatting $DATA failed"
   fi
-  echo "$cid $(kafka_version)" >"$STAMP"
+  echo "$cid $VERSION" >"$STAMP"
   say "formatted $DATA (cluster id $cid)"
 }
 
@@ -167,7 +215,7 @@ start_broker() {
   local -a java_cmd=(
     "$JAVA" "-Xms$HEAP" "-Xmx$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
-    "-Dlog4j.configuration=file:$CONF/log4j.properties" "-Dkafka.logs.dir=$HOME_DIR"
+    "${LOG_OPTS[@]}" "-Dkafka.logs.dir=$HOME_DIR"
     -cp "$LIBS/*" kafka.Kafka "$PROPS"
   )
   local -a detach=(nohup)
@@ -181,7 +229,8 @@ start_broker() {
     sleep 0.1
   done
   [[ -n $pid ]] || die "the broker did not start (no pid written); see $LOG"
-  say "started broker (pid $pid), waiting for 'Kafka Server started' (log: .cache/kafka/broker.log)"
+  say "started Kafka $VERSION broker (pid $pid) on $HOST:$PORT, waiting for 'Kafka Server started'" \
+    "(log: .cache/kafka-$VERSION/broker.log)"
   local deadline=$((SECONDS + START_TIMEOUT))
   until grep -q "Kafka Server started" "$LOG" 2>/dev/null; do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -232,13 +281,14 @@ ready_check() {
 cmd_up() {
   local pid rc=0
   if pid=$(broker_pid); then
+    same_port_or_die "$pid"
     if probe "$PORT"; then
       if [[ -f $READY_FILE && $(<"$READY_FILE") == "$pid" ]]; then
-        say "broker already running (pid $pid) on $HOST:$PORT"
+        say "Kafka $VERSION broker already running (pid $pid) on $HOST:$PORT"
         return 0
       fi
       ready_check "$pid"
-      say "broker running (pid $pid) on $HOST:$PORT"
+      say "Kafka $VERSION broker running (pid $pid) on $HOST:$PORT"
       return 0
     fi
     say "broker (pid $pid) runs but does not answer on $HOST:$PORT; restarting it"
@@ -251,7 +301,8 @@ cmd_up() {
   rc=0
   probe "$PORT" || rc=$?
   if ((rc == 0)); then
-    say "a Kafka broker not started by this script answers on $HOST:$PORT; using it as is"
+    say "a Kafka broker not started by this script for $VERSION answers on $HOST:$PORT; using it" \
+      "as is (its version may differ: use CLAIMWATCH_KAFKA_PORT for another port)"
     return 0
   elif ((rc == 1)); then
     die "port $PORT on $HOST is taken by something that is not Kafka (see: ss -ltnp 'sport = :$PORT');" \
@@ -264,7 +315,8 @@ cmd_up() {
 
   find_java
   fetch_libs
-  sed "s|@DATA_DIR@|$DATA|" "$CONF/server.properties" >"$PROPS"
+  sed -e "s|@DATA_DIR@|$DATA|" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@PORT@|$PORT|g" \
+    "$CONF/server.properties" >"$PROPS"
   ensure_storage
   rc=0
   start_broker || rc=$?
@@ -278,7 +330,7 @@ cmd_up() {
   fi
   pid=$(<"$PID_FILE")
   ready_check "$pid"
-  say "broker ready (pid $pid) on $HOST:$PORT"
+  say "Kafka $VERSION broker ready (pid $pid) on $HOST:$PORT"
 }
 
 cmd_down() {
@@ -288,11 +340,12 @@ cmd_down() {
     if probe "$PORT"; then
       say "the broker on $HOST:$PORT was not started by this script; leaving it alone"
     else
-      say "broker not running"
+      say "Kafka $VERSION broker not running"
     fi
     return 0
   fi
-  say "stopping broker (pid $pid)"
+  same_port_or_die "$pid"
+  say "stopping Kafka $VERSION broker (pid $pid) on $HOST:$PORT"
   stop_pid "$pid"
   say "broker stopped"
 }
@@ -300,8 +353,12 @@ cmd_down() {
 cmd_status() {
   local pid
   if pid=$(broker_pid); then
+    if [[ -n $(props_port) && $(props_port) != "$PORT" ]]; then
+      say "Kafka $VERSION of this checkout runs (pid $pid) on $HOST:$(props_port), not $PORT"
+      return 1
+    fi
     if probe "$PORT"; then
-      say "running (pid $pid) on $HOST:$PORT"
+      say "Kafka $VERSION running (pid $pid) on $HOST:$PORT"
       return 0
     fi
     say "not running: process $pid exists but does not answer on $HOST:$PORT"
@@ -311,27 +368,44 @@ cmd_status() {
     say "running on $HOST:$PORT (a Kafka broker not started by this script)"
     return 0
   fi
-  say "not running"
+  say "Kafka $VERSION not running"
+  return 1
+}
+
+# the pid of the broker (of any version) that this script started on PORT
+cmd_pid() {
+  local props pid
+  for props in "$ROOT"/.cache/kafka-*/server.properties; do
+    [[ -f $props && $(props_port "$props") == "$PORT" ]] || continue
+    pid=$(<"${props%/server.properties}/broker.pid") 2>/dev/null || continue
+    if [[ $pid =~ ^[0-9]+$ ]] && [[ $(cmdline_of "$pid") == *"kafka.Kafka $props"* ]]; then
+      echo "$pid"
+      return 0
+    fi
+  done
+  say "no broker started by this script runs on $HOST:$PORT" >&2
   return 1
 }
 
 main() {
   local sub=${1:-}
   case $sub in
-    up | down | status) ;;
+    up | down | status | pid) ;;
     *)
-      echo "usage: $0 up|down|status" >&2
+      echo "usage: $0 up|down|status|pid [VERSION]" >&2
       exit 2
       ;;
   esac
+  (($# <= 2)) || die "usage: $0 up|down|status|pid [VERSION]"
+  choose_version "${2:-}"
   if external_bootstrap; then
     say "CLAIMWATCH_BOOTSTRAP=$CLAIMWATCH_BOOTSTRAP: using that external cluster; nothing to $sub"
     exit 0
   fi
   mkdir -p "$HOME_DIR"
-  if [[ $sub != status ]] && command -v flock >/dev/null; then
+  if [[ $sub == up || $sub == down ]] && command -v flock >/dev/null; then
     exec 9>"$HOME_DIR/.lock"
-    flock -w 300 9 || die "another compose/kafka.sh holds .cache/kafka/.lock"
+    flock -w 300 9 || die "another compose/kafka.sh holds .cache/kafka-$VERSION/.lock"
   fi
   "cmd_$sub"
 }

@@ -7,6 +7,7 @@ import gc
 import os
 import re
 import signal
+import socket
 import subprocess
 import uuid
 import warnings
@@ -21,9 +22,13 @@ from tests.support.kafka import TopicFactory
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO / "compose" / "kafka.sh"
-LOCAL_BOOTSTRAP = "127.0.0.1:9092"
-LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, "localhost:9092")  # compose/kafka.sh's own broker
-KAFKA_IMAGE = "apache/kafka:3.9.1"
+#: compose/kafka.sh's own broker: its port is CLAIMWATCH_KAFKA_PORT, as for the script
+LOCAL_PORT = os.environ.get("CLAIMWATCH_KAFKA_PORT") or "9092"
+LOCAL_BOOTSTRAP = f"127.0.0.1:{LOCAL_PORT}"
+LOCAL_ADDRESSES = (LOCAL_BOOTSTRAP, f"localhost:{LOCAL_PORT}")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+#: the image of the Docker path: the 4.x release compose/kafka.sh provisions by default
+KAFKA_IMAGE = "apache/kafka:4.4.0"
 
 
 def _docker_answers() -> bool:
@@ -50,7 +55,7 @@ def _docker_answers() -> bool:
 def _apache_kafka_container(image: str) -> Any:
     """A testcontainers KafkaContainer running the official apache/kafka image in KRaft mode."""
     # KafkaContainer's own KRaft mode scripts Confluent's cp-kafka image (and with_kraft()
-    # rejects tag 3.9.1), so configure apache/kafka through its KAFKA_* environment instead.
+    # rejects apache/kafka tags), so configure apache/kafka through its KAFKA_* environment.
     from testcontainers.community.kafka import KafkaContainer
 
     class ApacheKafkaContainer(KafkaContainer):
@@ -113,13 +118,41 @@ def _local_broker(why: str) -> str:
     return LOCAL_BOOTSTRAP
 
 
+def _split(bootstrap: str) -> tuple[str, int] | None:
+    """(host, port) of the first server of a bootstrap list, or None when it has no port."""
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    return (host, int(port)) if host and port.isdigit() else None
+
+
+def _require_listener(bootstrap: str) -> None:
+    """Fail the session at once when nothing listens at a configured loopback broker."""
+    address = _split(bootstrap)
+    if address is None or address[0] not in LOOPBACK_HOSTS:
+        return
+    try:
+        socket.create_connection(address, timeout=5).close()
+    except OSError as exc:
+        port = address[1]
+        pytest.fail(
+            f"no Kafka broker: CLAIMWATCH_BOOTSTRAP={bootstrap}, but nothing answers there"
+            f" ({exc}); start one with `CLAIMWATCH_KAFKA_PORT={port} compose/kafka.sh up"
+            " [VERSION]`",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
-    """The "host:port" of a real broker: CLAIMWATCH_BOOTSTRAP, else a container, else local."""
+    """The "host:port" of a real broker: CLAIMWATCH_BOOTSTRAP, else a container, else local.
+
+    The default local address starts compose/kafka.sh's broker; any other address (another
+    port, e.g. a second compose/kafka.sh broker of another version) is used as it is.
+    """
     configured = os.environ.get("CLAIMWATCH_BOOTSTRAP")
     if configured in LOCAL_ADDRESSES:
         _local_broker(f"CLAIMWATCH_BOOTSTRAP={configured} (the local broker)")
     if configured:
+        _require_listener(configured)
         yield configured
         return
     if _docker_answers():
@@ -167,7 +200,18 @@ async def fresh_topic(kafka_bootstrap: str) -> AsyncIterator[TopicFactory]:
             await admin.close()
 
 
-BROKER_PID_FILE = REPO / ".cache" / "kafka" / "broker.pid"
+def _local_broker_pid(bootstrap: str) -> int | None:
+    """The pid of the broker compose/kafka.sh started at `bootstrap` (any version), or None."""
+    address = _split(bootstrap)
+    if address is None or address[0] not in LOOPBACK_HOSTS:
+        return None
+    env = {**os.environ, "CLAIMWATCH_KAFKA_PORT": str(address[1])}
+    env.pop("CLAIMWATCH_BOOTSTRAP", None)
+    proc = subprocess.run(
+        [str(KAFKA_SH), "pid"], cwd=REPO, env=env, capture_output=True, text=True, check=False
+    )
+    pid = proc.stdout.strip()
+    return int(pid) if proc.returncode == 0 and pid.isdigit() else None
 
 
 @pytest.fixture
@@ -176,11 +220,12 @@ def broker_pause(
 ) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
     """An async context that freezes the local broker (SIGSTOP) and thaws it (SIGCONT) on exit.
 
-    Only compose/kafka.sh's broker can be paused; with any other broker the test fails.
+    Only a broker compose/kafka.sh started (on any port) can be paused; with any other
+    broker the test fails.
     """
-    if kafka_bootstrap not in LOCAL_ADDRESSES or not BROKER_PID_FILE.exists():
+    pid = _local_broker_pid(kafka_bootstrap)
+    if pid is None:
         pytest.fail(f"cannot pause the broker at {kafka_bootstrap}: not compose/kafka.sh's")
-    pid = int(BROKER_PID_FILE.read_text().strip())
 
     @contextlib.asynccontextmanager
     async def paused() -> AsyncIterator[None]:

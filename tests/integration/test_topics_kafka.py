@@ -22,6 +22,10 @@ pytestmark = pytest.mark.kafka
 
 PARTITIONS = 4
 TEN_DAYS_MS = 10 * 86_400_000
+#: A topic setting that lets a CreateTime topic take records stamped any time ahead: the
+#: default of Kafka 3.9 (Long.MAX_VALUE); Kafka 4.0 lowered it to one hour (KIP-1079), so
+#: a 4.x broker rejects the forged records below (InvalidTimestamp) unless a topic raised it.
+ANY_TIME_AHEAD = {"message.timestamp.after.max.ms": str(2**63 - 1)}
 
 
 async def _create(bootstrap: str, *topics: NewTopic) -> None:
@@ -137,14 +141,15 @@ async def test_claims_stamped_ten_days_ahead_before_the_worker_started_stop_no_p
     """Issue 40 item 4(a): forged record times never stop the claims published after them.
 
     A pre-made CreateTime claims topic holds one record per partition stamped 10 days
-    ahead. The worker sets the topic to LogAppendTime (a line in its log), caps the forged
-    times at its wall clock, and decides the 20 valid claims published next; a record
-    forged after the fix is stamped by the broker.
+    ahead (its topic accepts any time ahead, as 3.9's default does). The worker sets the
+    topic to LogAppendTime (a line in its log), caps the forged times at its wall clock, and
+    decides the 20 valid claims published next; a record forged after the fix is stamped by
+    the broker.
     """
     worker = workers.new(EXAMPLE_POLICY)
     names = worker.names
     bootstrap = worker.bootstrap
-    await _create(bootstrap, NewTopic(names.claims, PARTITIONS, 1))
+    await _create(bootstrap, NewTopic(names.claims, PARTITIONS, 1, topic_configs=ANY_TIME_AHEAD))
     now = datetime.now(UTC)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
