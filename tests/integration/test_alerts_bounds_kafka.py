@@ -25,13 +25,12 @@ from tests.support.kafka import (
     TopicReader,
     Workers,
     ago,
-    fact_key,
-    publish_claims,
     publish_raw,
     unique,
     wait_for_ticks,
     write_policy,
 )
+from tests.support.probes import publish_until_decided
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
@@ -98,13 +97,7 @@ async def test_alerts_input_past_its_bounds_is_dead_lettered_and_the_detectors_g
     await publish_raw(kafka_bootstrap, topic, [(PROBE.encode(), body) for body in [*AT, sentinel]])
     probe = envelope(unique("c"), "billing-api", "paid", subject=unique("inv"), observed_at=ago(1))
     sent = time.monotonic()
-    await publish_claims(kafka_bootstrap, worker.prefix, [probe])
-    async with TopicReader(kafka_bootstrap, worker.names.decisions) as decisions:
-        await decisions.wait_for(
-            lambda rs: fact_key(probe) in {fact_key(r.json()) for r in rs},
-            60.0,
-            "the probe claim decided",
-        )
+    await publish_until_decided(kafka_bootstrap, worker, [probe], "the probe claim decided")
     decided_s = time.monotonic() - sent
 
     async with TopicReader(kafka_bootstrap, worker.names.dlq) as dlq:

@@ -17,7 +17,8 @@ import pytest
 from schemas.publish import PublishResult
 from schemas.verdict import VerdictDecision
 from streams.client.docs_client import DocsClient
-from tests.support.kafka import TopicReader, Workers, publish_raw, rfc3339, unique, write_policy
+from tests.support.kafka import TopicReader, Workers, publish_raw, unique, write_policy
+from tests.support.verdicts import BASELINE, PII, many, signal_record
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
@@ -33,28 +34,6 @@ argumentation:
   timeout: 3s
   remember: 60s
 """
-
-CHECKS = [
-    ("opa", "baseline_allow", "baseline", "allowed by default", 0.3, "allow"),
-    ("pii-scanner", "pii_moderate", "pii_detected", "2 e-mails: mask", 0.6, "modify"),
-]
-
-
-def signal(request_id: str, check: tuple[Any, ...], at: datetime) -> tuple[bytes, bytes]:
-    """One check's signal for an upload request, as a (key, value) record."""
-    name, argument, kind, claim, strength, decision = check
-    body = {
-        "request_id": request_id,
-        "request_type": "upload",
-        "check": name,
-        "argument": argument,
-        "kind": kind,
-        "claim": claim,
-        "strength": strength,
-        "decision": decision,
-        "observed_at": rfc3339(at),
-    }
-    return request_id.encode(), orjson.dumps(body)
 
 
 async def test_documents_at_and_past_every_bound(
@@ -97,11 +76,13 @@ async def test_verdicts_at_and_past_every_bound(
     )
     now = datetime.now(UTC)
     at_bound, past, forged, genuine = (unique(n) for n in ("at", "past", "forged", "genuine"))
-    noise = [(f"check-{i}", f"a{i}", "noise", "c" * 4096, 0.5, "allow") for i in range(40)]
-    records = [signal(at_bound, c, now) for c in noise[:4]]
-    records += [signal(past, c, now) for c in noise]
-    records.append(signal(forged, CHECKS[1], now + timedelta(days=3650)))
-    records += [signal(genuine, c, now + timedelta(milliseconds=100)) for c in CHECKS]
+    noise = many(40, claim="c" * 4096)
+    records = [signal_record(c, now, at_bound) for c in noise[:4]]
+    records += [signal_record(c, now, past) for c in noise]
+    records.append(signal_record(PII, now + timedelta(days=3650), forged))
+    records += [
+        signal_record(c, now + timedelta(milliseconds=100), genuine) for c in (BASELINE, PII)
+    ]
     await publish_raw(kafka_bootstrap, worker.names.verdicts, records)
     wanted = {at_bound, past, forged, genuine}
     async with TopicReader(kafka_bootstrap, worker.names.verdicts_decisions) as reader:

@@ -25,21 +25,14 @@ from tests.support.kafka import (
     unique,
     write_policy,
 )
+from tests.support.policies import billing_policy
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 #: Two owners of payment_status in two regions (separate lineages) can conflict; settle 0
 #: decides on every claim.
-POLICY = """\
-policy_version: plans-kafka
-defaults: {freshness: 5m, settle: 0s}
-sources:
-  billing-api: {authority: system_of_record, lineage: ledger}
-fields:
-  payment_status: {type: enum, values: [paid, unpaid, overdue, refunded], consequential: true,
-                   owner: billing-api}
-"""
+POLICY = billing_policy("plans-kafka", "paid", "unpaid", "overdue", "refunded")
 
 
 def payment(

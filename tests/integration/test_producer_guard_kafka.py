@@ -26,23 +26,17 @@ from tests.support.kafka import (
     Workers,
     ago,
     fact_key,
-    publish_claims,
     publish_raw,
     unique,
     write_policy,
 )
+from tests.support.policies import billing_policy
+from tests.support.probes import publish_until_decided
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
-POLICY = """\
-policy_version: producer-guard
-defaults: {freshness: 5m, settle: 0s}
-sources:
-  billing-api: {authority: system_of_record, lineage: ledger}
-fields:
-  payment_status: {type: enum, values: [paid, unpaid], consequential: true, owner: billing-api}
-"""
+POLICY = billing_policy("producer-guard", "paid", "unpaid")
 #: The producer's limit in this test: above every decision and step status it sends, below
 #: the stored record of the plan below (about 190 kB).
 LIMIT = 100_000
@@ -110,14 +104,8 @@ async def test_a_refused_table_write_leaves_the_worker_up_and_deciding(
         envelope(unique("c"), "billing-api", "paid", subject=f.split("|")[0], observed_at=ago(1))
         for f in (facts[0], f"{run}-other|payment_status")
     ]
-    await publish_claims(kafka_bootstrap, worker.prefix, later)
+    seen = await publish_until_decided(kafka_bootstrap, worker, later, "both later claims decided")
     wanted = {fact_key(c) for c in later}
-
-    def decided(records: list[Record]) -> bool:
-        return wanted <= {fact_key(r.json()) for r in records}
-
-    async with TopicReader(kafka_bootstrap, worker.names.decisions) as decisions:
-        seen = await decisions.wait_for(decided, 60.0, "both later claims decided")
     outcomes = {fact_key(r.json()): r.json()["outcome"] for r in seen}
     assert {"resolved"} == {outcomes[k] for k in wanted}
     # and the plan, whose changelog write was refused, still hears the decision it reads

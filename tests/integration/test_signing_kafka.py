@@ -30,17 +30,23 @@ pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
 KEY = "integration-ledger-key-of-32-bytes!"
-POLICY = """\
-policy_version: signing-it-1
+#: The sources and the field of both policies below; only `ledger` signs its claims.
+SOURCES = """\
 defaults: {settle: 0s}
 sources:
   ledger:    {authority: system_of_record, lineage: ledger}
   reporting: {authority: derived, lineage: reporting}
 fields:
   payment_status: {type: enum, values: [paid, unpaid], freshness: 5m}
+"""
+POLICY = (
+    "policy_version: signing-it-1\n"
+    + SOURCES
+    + """\
 signing:
   ledger: {env: CW_IT_LEDGER_KEY}
 """
+)
 SUBJECT = "invoice:SIG-1"
 FACT = f"{SUBJECT}|payment_status"
 
@@ -106,20 +112,17 @@ async def test_bad_signatures_go_to_the_dlq_and_the_genuine_claim_is_decided(
 
 OLD_KEY = "rotation-old-key-".ljust(32, "o")
 NEW_KEY = "rotation-new-key-".ljust(40, "n")
-ROTATING = """\
-policy_version: signing-it-rotation
-defaults: {settle: 0s}
-sources:
-  ledger:    {authority: system_of_record, lineage: ledger}
-  reporting: {authority: derived, lineage: reporting}
-fields:
-  payment_status: {type: enum, values: [paid, unpaid], freshness: 5m}
+ROTATING = (
+    "policy_version: signing-it-rotation\n"
+    + SOURCES
+    + """\
 signing:
   ledger:
     keys:
       - {env: CW_IT_OLD_KEY}
       - {kid: "2026-12", env: CW_IT_NEW_KEY}
 """
+)
 
 
 async def test_keys_rotate_without_a_flag_day_on_the_real_broker(

@@ -7,19 +7,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from schemas.verdict import VerdictDecision
+from streams.core.argue import VerdictArgument
 from tests.support.kafka import (
     Record,
     TopicReader,
     Workers,
     publish_raw,
-    rfc3339,
     unique,
     write_policy,
 )
+from tests.support.verdicts import BASELINE, PII, TRUST, signal_record
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
@@ -37,36 +37,18 @@ argumentation:
   remember: 60s
 """
 
-#: The worked example's three checks: (check, argument, kind, claim, strength, decision).
-CHECKS = [
-    ("opa", "baseline_allow", "baseline", "allowed by default", 0.3, "allow"),
-    ("pii-scanner", "pii_moderate", "pii_detected", "2 e-mails: mask", 0.6, "modify"),
-    ("knowledge-hub", "knowledge_trust_0", "trusted_domain", "trusted", 0.8, "allow"),
-]
+#: The worked example's three checks.
+CHECKS = [BASELINE, PII, TRUST]
 
 
-def signal(request_id: str, check: tuple[Any, ...], at: datetime) -> tuple[bytes, bytes]:
-    """One check's signal for an upload request, as a (key, value) record."""
-    name, argument, kind, claim, strength, decision = check
-    body = {
-        "request_id": request_id,
-        "request_type": "upload",
-        "check": name,
-        "argument": argument,
-        "kind": kind,
-        "claim": claim,
-        "strength": strength,
-        "decision": decision,
-        "observed_at": rfc3339(at),
-    }
-    return request_id.encode(), orjson.dumps(body)
-
-
-async def publish(bootstrap: str, topic: str, request_id: str, checks: list[Any]) -> None:
+async def publish(
+    bootstrap: str, topic: str, request_id: str, checks: list[VerdictArgument]
+) -> None:
     """Send the signals of `checks` for one request, observed now, 100 ms apart."""
     now = datetime.now(UTC)
     records = [
-        signal(request_id, c, now + timedelta(milliseconds=100 * i)) for i, c in enumerate(checks)
+        signal_record(c, now + timedelta(milliseconds=100 * i), request_id)
+        for i, c in enumerate(checks)
     ]
     await publish_raw(bootstrap, topic, records)
 

@@ -30,3 +30,19 @@ def policy_with(**field: Any) -> CompiledPolicy:
             }
         )
     )
+
+
+def billing_policy(version: str, *values: str) -> str:
+    """Policy YAML: `billing-api` (lineage `ledger`) owns payment_status, an enum of `values`.
+
+    The field is consequential; freshness 5m, and settle 0s decides on every claim.
+    """
+    return (
+        f"policy_version: {version}\n"
+        "defaults: {freshness: 5m, settle: 0s}\n"
+        "sources:\n"
+        "  billing-api: {authority: system_of_record, lineage: ledger}\n"
+        "fields:\n"
+        f"  payment_status: {{type: enum, values: [{', '.join(values)}], consequential: true,\n"
+        "                   owner: billing-api}\n"
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import orjson
 
 from streams.core.argue import VerdictArgument
 from streams.core.timeutil import format_rfc3339
@@ -13,6 +16,12 @@ BASELINE = VerdictArgument("baseline_allow", "opa", "baseline", "allowed by defa
 PII = VerdictArgument(
     "pii_moderate", "pii-scanner", "pii_detected", "2 e-mails: mask", 0.6, "modify"
 )
+
+TRUST = VerdictArgument(
+    "knowledge_trust_0", "knowledge-hub", "trusted_domain", "trusted", 0.8, "allow"
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 POLICY: dict[str, Any] = {
@@ -57,3 +66,9 @@ def signal_obj(
 def many(count: int, kind: str = "noise", claim: str = "x") -> list[VerdictArgument]:
     """`count` distinct arguments of one kind, each its own check, all allowing."""
     return [VerdictArgument(f"a{i}", f"check-{i}", kind, claim, 0.5, "allow") for i in range(count)]
+
+
+def signal_record(argument: VerdictArgument, at: datetime, request: str) -> tuple[bytes, bytes]:
+    """One check's signal for an upload request, observed at `at`, as a (key, value) record."""
+    at_us = (at - _EPOCH) // timedelta(microseconds=1)
+    return request.encode(), orjson.dumps(signal_obj(argument, at_us, request))

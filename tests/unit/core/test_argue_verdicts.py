@@ -19,12 +19,9 @@ from streams.core.argue.verdicts import (
 from streams.core.timeutil import format_rfc3339
 from tests.support.clocks import SECOND, T0
 from tests.support.paths import REPO
-from tests.support.verdicts import BASELINE, PII, POLICY
+from tests.support.verdicts import BASELINE, PII, POLICY, TRUST, signal_obj
 
 ROOT = REPO
-TRUST = VerdictArgument(
-    "knowledge_trust_0", "knowledge-hub", "trusted_domain", "trusted", 0.8, "allow"
-)
 
 # ---------------------------------------------------------------- policy and verdict stream
 
@@ -36,20 +33,7 @@ def _config() -> VerdictConfig:
 def _signal(
     argument: VerdictArgument, at_s: float, request: str = "req-1", **extra: Any
 ) -> VerdictSignal:
-    return VerdictSignal.model_validate(
-        {
-            "request_id": request,
-            "request_type": "upload",
-            "check": argument.check,
-            "argument": argument.id,
-            "kind": argument.kind,
-            "claim": argument.claim,
-            "strength": argument.strength,
-            "decision": argument.decision,
-            "observed_at": format_rfc3339(T0 + round(at_s * SECOND)),
-            **extra,
-        }
-    )
+    return VerdictSignal.model_validate(signal_obj(argument, _at(at_s), request, **extra))
 
 
 def _at(seconds: float) -> int:

@@ -10,13 +10,15 @@ with a reason; a replay (objects, no arrival checks) decides as the live step di
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from schemas.decision import Disposition
 from streams.core.claim import fact_key
 from streams.core.policy import CompiledPolicy
 from streams.core.state import FactState
@@ -42,10 +44,7 @@ POLICY = fuzz_policy()
 NAMES: Final = TopicNames("fz.")
 PARTITIONS: Final = 2
 S: Final = 1_000_000
-DISPOSITIONS: Final = frozenset(
-    {"won", "corroborating", "contradicting", "outranked", "same_lineage", "stale"}
-    | {"no_evidence", "rejected"}
-)
+DISPOSITIONS: Final = frozenset(get_args(Disposition))
 
 
 @dataclass(slots=True)
@@ -180,17 +179,31 @@ NUMBER_TIMES: Final = [
 #: Claims pruning takes out of the running before their fact's first decision: each is
 #: still listed (`stale`) in that decision.
 DROPPED_EXAMPLES: Final = (SUPERSEDED_IN_ITS_WINDOW, BEYOND_MAX_LINEAGES, PRUNED_AT_ITS_DEADLINE)
+#: Streams every generated-stream test also starts from (each with no restart).
+KNOWN_STREAMS: Final = (
+    STALE_ON_ARRIVAL,
+    ONLY_CLAIM_WITHOUT_TIME,
+    HUGE_NUMBER_PASSAGES,
+    [Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME],
+)
+
+StreamTest = Callable[[list[StreamItem], int | None], None]
 
 
-@FUZZ
-@given(items=streams(), restart=st.none() | st.integers(0, 30))
-@example(items=STALE_ON_ARRIVAL, restart=None)
-@example(items=ONLY_CLAIM_WITHOUT_TIME, restart=None)
-@example(items=HUGE_NUMBER_PASSAGES, restart=None)
-@example(items=[Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME], restart=None)
-@example(items=SUPERSEDED_IN_ITS_WINDOW, restart=3)
-@example(items=NUMBER_TIMES, restart=1)
-@example(items=NUMBER_TIMES, restart=3)
+def any_stream(
+    *examples: tuple[Sequence[StreamItem], int | None],
+) -> Callable[[StreamTest], StreamTest]:
+    """Run a test on generated streams and restarts, first on the known streams, then `examples`."""
+
+    def decorate(test: StreamTest) -> StreamTest:
+        for items, restart in [*((known, None) for known in KNOWN_STREAMS), *examples]:
+            test = example(items=items, restart=restart)(test)
+        return FUZZ(given(items=streams(), restart=st.none() | st.integers(0, 30))(test))
+
+    return decorate
+
+
+@any_stream((SUPERSEDED_IN_ITS_WINDOW, 3), (NUMBER_TIMES, 1), (NUMBER_TIMES, 3))
 def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: int | None) -> None:
     """Any stream (a restart from the table included) is handled without raising.
 
@@ -215,16 +228,7 @@ def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: 
             assert listed["disposition"] != "rejected" or listed["error"]
 
 
-@FUZZ
-@given(items=streams(), restart=st.none() | st.integers(0, 30))
-@example(items=STALE_ON_ARRIVAL, restart=None)
-@example(items=ONLY_CLAIM_WITHOUT_TIME, restart=None)
-@example(items=HUGE_NUMBER_PASSAGES, restart=None)
-@example(items=[Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME], restart=None)
-@example(items=SUPERSEDED_IN_ITS_WINDOW, restart=None)
-@example(items=BEYOND_MAX_LINEAGES, restart=None)
-@example(items=PRUNED_AT_ITS_DEADLINE, restart=None)
-@example(items=NUMBER_TIMES, restart=3)
+@any_stream(*((items, None) for items in DROPPED_EXAMPLES), (NUMBER_TIMES, 3))
 def test_every_claim_is_decided_or_dead_lettered(
     items: list[StreamItem], restart: int | None
 ) -> None:

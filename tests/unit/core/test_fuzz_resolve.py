@@ -8,12 +8,13 @@ with its error) and the decision always encodes. Failures found are kept as `@ex
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from schemas.decision import Disposition, Outcome
 from streams.core.claim import EARLIEST_OBSERVED_US, LATEST_OBSERVED_US, Claim
 from streams.core.resolve import resolve
 from streams.wire.codec import DecodeError, claim_of, decode_claim, dumps, loads
@@ -32,19 +33,8 @@ from tests.support.generators import (
 )
 
 POLICY = fuzz_policy()
-DISPOSITIONS: Final = frozenset(
-    {
-        "won",
-        "corroborating",
-        "contradicting",
-        "outranked",
-        "same_lineage",
-        "stale",
-        "no_evidence",
-        "rejected",
-    }
-)
-OUTCOMES: Final = frozenset({"resolved", "conflict", "insufficient", "rejected"})
+DISPOSITIONS: Final = frozenset(get_args(Disposition))
+OUTCOMES: Final = frozenset(get_args(Outcome))
 #: The passage of issue 40 item 1: a number of more than 4,300 digits in a text field.
 HUGE_NUMBER_PASSAGE: Final = "total " + "1," * 4400
 
@@ -53,6 +43,21 @@ clocks = st.one_of(
     st.integers(T0_US - 10**9, T0_US + 10**9),
     st.integers(EARLIEST_OBSERVED_US, LATEST_OBSERVED_US),
 )
+
+
+def _envelope(
+    field: str, value: Any, claim_id: str = "c1", source: str = "ledger"
+) -> dict[str, Any]:
+    """An ok claim of `field` on inv:1, observed at a fixed time."""
+    return {
+        "claim_id": claim_id,
+        "subject": "inv:1",
+        "field": field,
+        "source": source,
+        "observed_at": "2026-09-14T09:12:30Z",
+        "status": "ok",
+        "value": value,
+    }
 
 
 def _claim(envelope: dict[str, Any]) -> Claim | None:
@@ -101,15 +106,7 @@ def test_any_bytes_are_a_claim_or_refused_with_a_reason(raw: bytes) -> None:
 @FUZZ
 @given(envelope=envelopes(), now_us=clocks)
 @example(
-    envelope={
-        "claim_id": "c1",
-        "subject": "inv:1",
-        "field": "note",
-        "source": "user",
-        "observed_at": "2026-09-14T09:12:30Z",
-        "status": "ok",
-        "value": HUGE_NUMBER_PASSAGE,
-    },
+    envelope=_envelope("note", HUGE_NUMBER_PASSAGE, source="user"),
     now_us=T0_US,
 )
 @example(
@@ -165,16 +162,8 @@ def test_every_claim_of_a_fact_is_listed_with_a_disposition(
 
 
 def _note(claim_id: str, value: Any, source: str = "user") -> Claim | None:
-    envelope = {
-        "claim_id": claim_id,
-        "subject": "inv:1",
-        "field": "note",
-        "source": source,
-        "observed_at": "2026-09-14T09:12:30Z",
-        "status": "ok",
-        "value": value,
-    }
-    return _claim(envelope)  # None: refused (a passage beyond the 64 KiB message limit)
+    # None: refused (a passage beyond the 64 KiB message limit)
+    return _claim(_envelope("note", value, claim_id, source))
 
 
 @FUZZ
@@ -193,16 +182,7 @@ def test_any_two_passages_are_compared(first: Any, second: Any) -> None:
 @given(value=json_values(), field=st.sampled_from(FIELDS))
 def test_any_value_of_any_field_type_is_decided(value: Any, field: str) -> None:
     """Any JSON value on a field of any type: decided or rejected with a reason, encoded."""
-    body = {
-        "claim_id": "c1",
-        "subject": "inv:1",
-        "field": field,
-        "source": "ledger",
-        "observed_at": "2026-09-14T09:12:30Z",
-        "status": "ok",
-        "value": value,
-    }
-    claim = _claim(body)
+    claim = _claim(_envelope(field, value))
     if claim is not None:
         _decided([claim], T0_US)
 
@@ -210,15 +190,6 @@ def test_any_value_of_any_field_type_is_decided(value: Any, field: str) -> None:
 @pytest.mark.parametrize("field", sorted(FIELD_TYPES))
 def test_the_generators_valid_value_of_each_field_type_resolves(field: str) -> None:
     """The value the generators start from (and shrink to) keeps its field's contract."""
-    body = {
-        "claim_id": "c1",
-        "subject": "inv:1",
-        "field": field,
-        "source": "ledger",
-        "observed_at": "2026-09-14T09:12:30Z",
-        "status": "ok",
-        "value": FIELD_TYPES[field][1],
-    }
-    claim = _claim(body)
+    claim = _claim(_envelope(field, FIELD_TYPES[field][1]))
     assert claim is not None
     assert "resolved" == _decided([claim], T0_US)["outcome"]

@@ -10,22 +10,10 @@ import orjson
 from streams.wire.topics import TopicNames, partition_for
 from streams.worker.edge import Outgoing
 from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge, PlansHandled
+from tests.support.plans import decision
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4
-
-
-def decision(fact: str, did: str, outcome: str, action: str, at: str) -> dict[str, Any]:
-    """A decision record of one fact (the fields plan blocking reads, plus the key parts)."""
-    subject, _, field = fact.rpartition("|")
-    return {
-        "decision_id": did,
-        "subject": subject,
-        "field": field,
-        "outcome": outcome,
-        "action": action,
-        "decided_at": at,
-    }
 
 
 class Cluster:

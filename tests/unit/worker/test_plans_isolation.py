@@ -20,6 +20,7 @@ from streams.worker.plans import edge as plans_edge
 from streams.worker.plans import fact_side
 from streams.worker.plans.agents import count_quarantined
 from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge
+from tests.support.plans import decision
 
 NAMES = TopicNames("t.")
 GOOD_FACT, BAD_FACT = "inv-1|payment_status", "inv-2|payment_status"
@@ -46,15 +47,7 @@ class OnePartition:
 
     def decide(self, fact: str, did: str, outcome: str, action: str, at: str) -> None:
         """What the claims agent does with a decision: store it, hand it to the fact side."""
-        subject, _, field = fact.rpartition("|")
-        record = {
-            "decision_id": did,
-            "subject": subject,
-            "field": field,
-            "outcome": outcome,
-            "action": action,
-            "decided_at": at,
-        }
+        record = decision(fact, did, outcome, action, at)
         self.resolutions[fact.encode()] = orjson.dumps(record)
         self._take(self.edge.on_decided(fact.encode(), record))
         self.run()
