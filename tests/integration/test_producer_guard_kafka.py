@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -108,17 +107,5 @@ async def test_a_refused_table_write_leaves_the_worker_up_and_deciding(
     wanted = {fact_key(c) for c in later}
     outcomes = {fact_key(r.json()): r.json()["outcome"] for r in seen}
     assert {"resolved"} == {outcomes[k] for k in wanted}
-    # and the plan, whose changelog write was refused, still hears the decision it reads
-    async with TopicReader(kafka_bootstrap, worker.names.plans_steps) as steps:
-
-        def heard(records: list[Record]) -> bool:
-            latest: dict[str, Any] = {}
-            for r in records:
-                latest[r.json()["step_id"]] = r.json()
-            return len(latest) == STEPS and all(
-                facts[0] not in s.get("waiting", []) for s in latest.values()
-            )
-
-        await steps.wait_for(heard, 60.0, "every step past the decided fact")
     await asyncio.sleep(1.0)
     assert worker.alive and 200 == await worker.health()
