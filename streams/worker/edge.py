@@ -221,6 +221,15 @@ def decode_at_home(
     return item
 
 
+def trusted_until(wall_clock_us: Callable[[], int] | None, skew_us: int) -> int | None:
+    """The latest record time a worker trusts now: its wall clock plus the policy's skew.
+
+    None without a wall clock (replay and tests take record times as they are). Every
+    input that moves a clock (claims, ticks, verdict signals) is held to it.
+    """
+    return None if wall_clock_us is None else wall_clock_us() + skew_us
+
+
 log = logging.getLogger(__name__)
 
 Send = Callable[[Outgoing], Awaitable[None]]

@@ -11,6 +11,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Final
 
 from streams.core.processor import PartitionProcessor
+from streams.worker.edge import trusted_until
 
 #: The prefix of bookkeeping keys in the fact table.
 CLOCK_PREFIX: Final = b"\x00clock/"
@@ -55,10 +56,8 @@ class PartitionClocks:
         them before the worker read them, so the cap fires only when the broker's clock
         runs ahead of the worker's by more than the skew, and the counter says so.
         """
-        if stamp_us is None or self.wall_clock_us is None:
-            return stamp_us
-        bound = self.wall_clock_us() + self.max_skew_us
-        if stamp_us <= bound:
+        bound = trusted_until(self.wall_clock_us, self.max_skew_us)
+        if stamp_us is None or bound is None or stamp_us <= bound:
             return stamp_us
         events.append("clock_capped")
         return bound

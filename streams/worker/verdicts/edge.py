@@ -24,6 +24,7 @@ from streams.worker.edge import (
     PerPartition,
     decode_at_home,
     tick_time,
+    trusted_until,
 )
 
 #: Table keys: one JSON state per request id, and one event clock per partition.
@@ -139,9 +140,7 @@ class VerdictsEdge:
 
     def _ceiling(self) -> int | None:
         """The latest record time trusted now: the wall clock plus the skew (None: no bound)."""
-        if self.wall_clock_us is None:
-            return None
-        return self.wall_clock_us() + self.config.clock_skew_us
+        return trusted_until(self.wall_clock_us, self.config.clock_skew_us)
 
     def handle(
         self,
