@@ -31,11 +31,13 @@ from rich.text import Text
 
 from streams.client.decisions import DecisionTail, TopicMissing
 from streams.client.publisher import Publisher
+from streams.core.policy import CompiledPolicy
+from streams.core.timeutil import format_rfc3339
 from streams.policy.loading import load_policy
 from streams.policy.source import PolicyError
 from streams.sim import live
 from streams.sim.board import Board
-from streams.sim.story import DURATION_S, story
+from streams.sim.story import DURATION_S, aligned_start, story
 from streams.wire import kafka
 from streams.wire.kafka import env_bootstrap
 from streams.wire.topics import TopicNames
@@ -156,9 +158,10 @@ def _last_line(path: Path) -> str:
 class Demo:
     """The worker subprocess, the story and the dashboard, started and stopped together."""
 
-    def __init__(self, args: argparse.Namespace, policy_version: str) -> None:
+    def __init__(self, args: argparse.Namespace, policy: CompiledPolicy) -> None:
         self.args = args
-        self.policy_version = policy_version
+        self.policy = policy
+        self.policy_version = policy.version
         self.bootstrap = args.bootstrap or env_bootstrap()
         self.names = TopicNames(args.topic_prefix)
         self.run_id = secrets.token_hex(3)
@@ -230,13 +233,16 @@ class Demo:
             f"topics {self.names.prefix}*; policy {self.policy_version}",
         )
         claims, truth = story()
-        start_us = time.time_ns() // 1000 + 1_000_000
+        window_us = self.policy.policy.alerts.conflict_spike.window
+        settle_us = self.policy.rule("balance").settle_us
+        start_us = aligned_start(time.time_ns() // 1000 + 1_000_000, window_us, settle_us)
         self.suffix = live.run_suffix(start_us)
         events = live.schedule(claims, truth, start_us, speed=1.0)
         self.say(
             f"the story: {len(claims)} claims over {DURATION_S} s from billing-api (system of "
             "record, two regions), ledger-replica (cache), reporting-replica (lags), user "
-            "(assertions); Ctrl-C stops it all",
+            f"(assertions), from {format_rfc3339(start_us)[11:19]} (its conflict spike laid "
+            f"within one of the detector's {window_us // 1_000_000} s windows); Ctrl-C stops it",
         )
         async with (
             DecisionTail(self.bootstrap, self.names.decisions) as decisions,
@@ -326,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         taken = f"demo: port {args.web_port} is in use (another worker?); pass --web-port"
         print(taken, file=sys.stderr)
         return 2
-    return asyncio.run(Demo(args, policy.version).run())
+    return asyncio.run(Demo(args, policy).run())
 
 
 if __name__ == "__main__":

@@ -19,6 +19,14 @@ demo). Scenario seconds from its start:
 Every source repeats its answers every 30 s, as agents keep asking, so facts stay fresh
 (a fact whose claims all went stale would turn `insufficient`).
 Deterministic: no wall clock, no randomness.
+
+The spike detector counts in tumbling windows laid on the epoch, so where the spike falls
+against them matters: split across two windows, each part may be too small to fire, and
+the first part, not judged a spike, then raises the baseline the second is judged by.
+Offline the story starts on a window edge; the demo (`make run`) starts it when
+`aligned_start` says, so the spike's decisions fall in one window there too, with room for
+the worker's latency. `simulate --live` starts at once: it does not know the worker's
+policy, and its spike may fall across two windows and go unseen.
 """
 
 from __future__ import annotations
@@ -38,6 +46,10 @@ STEADY: Final = tuple(f"INV-{n}" for n in range(30, 60))
 REFRESH_S: Final = 30
 LAG_FROM_S, CATCH_UP_S = 15, 150
 SPIKE_S, AGREE_S = 30, 60
+#: From the first spiked claim to the last one (s).
+SPIKE_SPAN_S: Final = 0.5 * (len(SPIKED) - 1) + 0.2
+#: How late a live worker may decide the spike and still count it in the spike's window.
+LIVE_LATENCY_US: Final = 6 * SECOND
 
 
 def _usd(cents: int) -> dict[str, Any]:
@@ -167,3 +179,18 @@ def story() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         "claims": len(claims),
     }
     return claims, truth
+
+
+def aligned_start(now_us: int, window_us: int, settle_us: int) -> int:
+    """The earliest start at or after `now_us` whose spike is decided within one window.
+
+    The spike's decisions come `settle_us` after its claims, up to LIVE_LATENCY_US later
+    still; the start is the first one whose spike begins early enough in a window of
+    `window_us` for all of them to fall in it. `now_us` itself when no start fits a window
+    that short.
+    """
+    room = window_us - settle_us - int(SPIKE_SPAN_S * SECOND) - LIVE_LATENCY_US
+    if room < 0:
+        return now_us
+    phase = (now_us + SPIKE_S * SECOND) % window_us
+    return now_us if phase <= room else now_us + window_us - phase

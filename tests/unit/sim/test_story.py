@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streams.core.timeutil import parse_rfc3339
+import pytest
+
+from streams.core.timeutil import format_rfc3339, parse_rfc3339
 from streams.sim.board import Board
 from streams.sim.simulate import simulate
-from streams.sim.story import START_US, story
+from streams.sim.story import (
+    LIVE_LATENCY_US,
+    SECOND,
+    SPIKE_S,
+    SPIKE_SPAN_S,
+    START_US,
+    aligned_start,
+    story,
+)
 from tests.support.cli import run_cli
 
 DEMO_POLICY = Path(__file__).resolve().parents[3] / "examples" / "demo-policy.yaml"
@@ -62,3 +72,38 @@ def test_replayed_on_the_demo_policy_every_part_shows_within_two_minutes(tmp_pat
         and a["status"] in ("firing", "resolved", "stalled")
     ]
     assert [] == late
+
+
+@pytest.mark.parametrize("late_s", [0, 3, 9, 14.5, 19.9])
+def test_a_live_start_lays_the_spike_within_one_detector_window(late_s: float) -> None:
+    """The spike's decisions, however late within a live worker's latency, share one window.
+
+    Wherever the clock is in a window, the start is less than one window away.
+    """
+    window, settle = 20 * SECOND, 2 * SECOND
+    now = START_US + int(late_s * SECOND)
+    start = aligned_start(now, window, settle)
+    first = start + SPIKE_S * SECOND + settle
+    last = first + int(SPIKE_SPAN_S * SECOND) + LIVE_LATENCY_US
+    assert (True, first // window) == (0 <= start - now < window, last // window)
+
+
+@pytest.mark.parametrize("late_s", [0, 7, 13])
+def test_replayed_from_an_aligned_start_the_spike_fires(tmp_path: Path, late_s: float) -> None:
+    """The story moved to a start `aligned_start` picks still raises its conflict spike."""
+    start = aligned_start(START_US + int(late_s * SECOND), 20 * SECOND, 2 * SECOND)
+    claims = [
+        {**c, "observed_at": format_rfc3339(parse_rfc3339(c["observed_at"]) - START_US + start)}
+        for c in story()[0]
+    ]
+    source = tmp_path / "story.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in claims))
+    alerts = tmp_path / "alerts.jsonl"
+    done = run_cli(
+        "replay", "--policy", str(DEMO_POLICY), "--input", str(source),
+        "--out", str(tmp_path / "decisions.jsonl"), "--alerts", str(alerts),
+    )  # fmt: skip
+    assert 0 == done.returncode, done.stderr
+    spikes = [json.loads(line) for line in alerts.read_text().splitlines()]
+    statuses = [a["status"] for a in spikes if a["kind"] == "conflict_spike"]
+    assert ["firing", "resolved"] == statuses
