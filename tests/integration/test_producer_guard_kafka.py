@@ -6,7 +6,8 @@ each restart). The shipped bounds keep every stored value below the default 1 MB
 so this test lowers the limit (`CLAIMWATCH_PRODUCER_MAX_REQUEST_BYTES`, its only change
 to the shipped worker) until an ordinary large plan's stored record, written through
 Faust's table and its producer buffer, exceeds it: the refusal is logged, counted and
-noted on the DLQ, `/health` stays 200, and claims published afterwards are decided.
+noted on the DLQ, `/health` stays 200, claims published afterwards are decided, and the plan
+hears them.
 """
 
 from __future__ import annotations
@@ -98,14 +99,26 @@ async def test_a_refused_table_write_leaves_the_worker_up_and_deciding(
     refused = counter(metrics.decode(), "claimwatch_producer_errors_total", topic=changelog)
     assert 1.0 <= refused
 
-    # later claims are decided: one the plan reads, one it does not
+    # later claims are decided: those of every fact the plan reads, and one it does not
     later = [
         envelope(unique("c"), "billing-api", "paid", subject=f.split("|")[0], observed_at=ago(1))
-        for f in (facts[0], f"{run}-other|payment_status")
+        for f in [*facts, f"{run}-other|payment_status"]
     ]
-    seen = await publish_until_decided(kafka_bootstrap, worker, later, "both later claims decided")
+    seen = await publish_until_decided(kafka_bootstrap, worker, later, "the later claims decided")
     wanted = {fact_key(c) for c in later}
     outcomes = {fact_key(r.json()): r.json()["outcome"] for r in seen}
     assert {"resolved"} == {outcomes[k] for k in wanted}
+    # and the plan, whose stored record the producer refuses, hears them: every step is
+    # judged again once its last fact is decided (a step re-emits when its status or its
+    # blocking decisions change, not when one of several facts it waits for is decided)
+    async with TopicReader(kafka_bootstrap, worker.names.plans_steps) as steps:
+
+        def judged(records: list[Record]) -> bool:
+            latest = {r.json()["step_id"]: r.json() for r in records}
+            return STEPS == len(latest) and all(
+                "runnable" == s["status"] and [] == s["waiting"] for s in latest.values()
+            )
+
+        await steps.wait_for(judged, 60.0, "every step judged on its decided facts")
     await asyncio.sleep(1.0)
     assert worker.alive and 200 == await worker.health()
