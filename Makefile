@@ -44,7 +44,7 @@ audit: $(STAMP) ## check constraints.txt for known vulnerabilities (OSV, else Py
 	  || { echo "make audit: FAILED: a known vulnerability, or $(AUDIT_SERVICE) could not tell about every package (see above)" >&2; exit 1; }
 
 run: $(STAMP) kafka-up ## start the worker on the local broker with the live demo (Ctrl-C stops it all)
-	$(BIN)/python -m streams.sim.demo --policy $(DEMO_POLICY)
+	$(BIN)/python -m claimwatch.sim.demo --policy $(DEMO_POLICY)
 
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
@@ -72,11 +72,11 @@ fuzz: $(STAMP) ## the generated-input properties with a large example budget (CL
 	  $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff, and import-linter's layer contracts (pyproject.toml)
-	$(BIN)/ruff check streams schemas tests bench
-	$(BIN)/ruff format --check streams schemas tests bench
+	$(BIN)/ruff check streams tests bench
+	$(BIN)/ruff format --check streams tests bench
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP) ## mypy --strict on streams/ and schemas/
+typecheck: $(STAMP) ## mypy --strict on the claimwatch package (streams/claimwatch)
 	$(BIN)/mypy
 
 check: lint typecheck test ## what CI runs: lint, types, tests
@@ -84,8 +84,8 @@ check: lint typecheck test ## what CI runs: lint, types, tests
 bench: $(STAMP) kafka-up ## the speed figures of every issue, as ratios against in-run baselines
 	$(BIN)/python -m bench
 
-schemas: $(STAMP) ## regenerate schemas/json from the pydantic models
-	$(BIN)/python -m schemas.generate
+schemas: $(STAMP) ## regenerate the JSON Schemas in schemas/ from the pydantic models
+	$(BIN)/python -m claimwatch.models.generate
 
 kafka-up: ## provision and start the local Apache Kafka 4.x broker (CLAIMWATCH_KAFKA_VERSION, _PORT choose; no-op with CLAIMWATCH_BOOTSTRAP)
 	compose/kafka.sh up

@@ -29,12 +29,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.claims.edge import Runtime
+
 from bench import plain_resolve
 from bench.pipeline_bench import fresh_claims, settle_zero_policy
 from bench.workload import NOW, POLICY
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames
-from streams.worker.claims.edge import Runtime
 
 #: Runs of each side, taken in turns; the median is reported.
 RUNS: Final = 3

@@ -10,10 +10,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from claimwatch.client.client import Client, DecisionTimeout
+from claimwatch.client.facts import ClaimRefused, FactPages, fact_path
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
-from streams.client.client import Client, DecisionTimeout
-from streams.client.facts import ClaimRefused, FactPages, fact_path
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,

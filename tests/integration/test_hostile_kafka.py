@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.wire.topics import TopicNames
 
-from streams.core.timeutil import parse_rfc3339
-from streams.wire.topics import TopicNames
 from tests.support.hostile import HostileMessage, hostile_corpus, hostile_policy_yaml, valid_claims
 from tests.support.kafka import Record, TopicReader, Workers, rfc3339, write_policy
 

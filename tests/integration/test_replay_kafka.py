@@ -19,15 +19,15 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from claimwatch.audit.replay import Replayer
+from claimwatch.cli import replay as replay_cmd
+from claimwatch.client.publisher import Publisher
+from claimwatch.core.freshness import stale_at
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.edge import TICK_KEY, Record
 
-from streams.audit.replay import Replayer
-from streams.cli import replay as replay_cmd
-from streams.client.publisher import Publisher
-from streams.core.freshness import stale_at
-from streams.core.timeutil import parse_rfc3339
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import TICK_KEY, Record
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,

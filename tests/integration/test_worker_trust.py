@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.run import EXIT_STOP_OVERDUE
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.wire.topics import TopicNames
-from streams.worker.run import EXIT_STOP_OVERDUE
 from tests.support.claims import envelope
 from tests.support.kafka import (
     ADMIN_ENV,

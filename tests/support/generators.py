@@ -22,14 +22,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import orjson
+from claimwatch.core.claim import fact_key
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.policy.loading import parse_policy
+from claimwatch.wire.codec import MAX_CLAIM_BYTES
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-from streams.core.claim import fact_key
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.policy.loading import parse_policy
-from streams.wire.codec import MAX_CLAIM_BYTES
 
 # ---------------------------------------------------------------------------- settings
 

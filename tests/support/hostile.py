@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+
 from tests.support.hostile_kinds import SIMPLE, Drop, Raw, encode
 
 T0: Final = parse_rfc3339("2026-09-14T09:00:00Z")

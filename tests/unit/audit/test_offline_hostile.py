@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit import replay
+from claimwatch.audit import resolve_file as offline
+from claimwatch.audit.replay import replay_lines
+from claimwatch.audit.resolve_file import read_claims, resolve_batch
+from claimwatch.core import processor
+from claimwatch.core.timeutil import format_rfc3339
 
-from streams.audit import replay
-from streams.audit import resolve_file as offline
-from streams.audit.replay import replay_lines
-from streams.audit.resolve_file import read_claims, resolve_batch
-from streams.core import processor
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.wire.topics import partition_for
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.wire.topics import partition_for
 from tests.support.claims import envelope
 from tests.support.clocks import T0
 from tests.support.paths import REPO

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-
-from streams.client.facts import (
+from claimwatch.client.facts import (
     Answer,
     ClaimRefused,
     FactPages,
@@ -17,6 +16,7 @@ from streams.client.facts import (
     WorkerUnavailable,
     fact_path,
 )
+
 from tests.support.kafka import free_port
 
 DECISION = {"decision_id": "dec_1", "claims": [{"claim_id": "c1", "disposition": "won"}]}

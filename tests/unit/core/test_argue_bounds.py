@@ -7,20 +7,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import claimwatch.core.argue.records as verdicts_module
 import pytest
-
-import streams.core.argue.records as verdicts_module
-from schemas.policy import Policy
-from schemas.verdict import VerdictDecision, VerdictSignal
-from streams.core.argue import Bounds, Framework, SearchLimit, VerdictArgument, decide
-from streams.core.argue.decide import AttackRule, Verdict
-from streams.core.argue.semantics import Semantics, extensions
-from streams.core.argue.verdicts import (
+from claimwatch.core.argue import Bounds, Framework, SearchLimit, VerdictArgument, decide
+from claimwatch.core.argue.decide import AttackRule, Verdict
+from claimwatch.core.argue.semantics import Semantics, extensions
+from claimwatch.core.argue.verdicts import (
     MAX_CLOCK_US,
     VerdictConfig,
     VerdictLimits,
     VerdictRunner,
 )
+from claimwatch.models.policy import Policy
+from claimwatch.models.verdict import VerdictDecision, VerdictSignal
+
 from tests.support.clocks import SECOND, T0
 from tests.support.verdicts import BASELINE, PII, POLICY, many, signal_obj
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core.decision import claim_record
+from claimwatch.core.entry import Entry
+from claimwatch.models.policy import Authority
 
-from schemas.policy import Authority
-from streams.core.decision import claim_record
-from streams.core.entry import Entry
 from tests.support.claims import claim
 
 

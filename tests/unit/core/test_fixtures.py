@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.policy import Authority, OnConflict
-from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.models.policy import Authority, OnConflict
+
 from tests.support.claims import claim
 
 

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final, get_args
 
 import pytest
+from claimwatch.core.claim import fact_key
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.state import FactState
+from claimwatch.models.decision import Disposition
+from claimwatch.wire.codec import DecodeError, decode_claim, dumps, loads
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
+from claimwatch.worker.claims.facts import MemoryFacts
+from claimwatch.worker.edge import TICK_KEY, tick_value
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from schemas.decision import Disposition
-from streams.core.claim import fact_key
-from streams.core.policy import CompiledPolicy
-from streams.core.state import FactState
-from streams.wire.codec import DecodeError, decode_claim, dumps, loads
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.claims.facts import MemoryFacts
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.generators import (
     FUZZ,
     T0_US,

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from streams.core import units
+from claimwatch import units
 
 
 def _pint_refuses(*_args: object) -> None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.core.alerts.entry import Entry
-from streams.core.alerts.lag_state import FactTrack, LagState
-from streams.core.alerts.runner import AlertRunner
-from streams.core.alerts.spike import SpikeState
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import parse_rfc3339
-from streams.wire.codec import dumps
-from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
-from streams.worker.edge import tick_value
+from claimwatch.core.alerts.entry import Entry
+from claimwatch.core.alerts.lag_state import FactTrack, LagState
+from claimwatch.core.alerts.runner import AlertRunner
+from claimwatch.core.alerts.spike import SpikeState
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.wire.codec import dumps
+from claimwatch.worker.alerts.edge import FACT_SEP, AlertRuntime
+from claimwatch.worker.edge import tick_value
+
 from tests.support.alerts import REPLICA, Entries, Facts, lagging_changes, warm_up
 from tests.support.clocks import SECOND, T0
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from streams.wire.codec import DecodeError
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import Elsewhere, Handled, Outgoing, decode_at_home
+from claimwatch.wire.codec import DecodeError
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.edge import Elsewhere, Handled, Outgoing, decode_at_home
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

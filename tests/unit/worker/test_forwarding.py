@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 import yarl
 from aiohttp import web
+from claimwatch.worker import faust_kit
 
-from streams.worker import faust_kit
 from tests.support.kafka import free_port
 
 MISSING = {"X-Claimwatch-Missing": "c2", "Retry-After": "3", "X-Internal": "not for you"}

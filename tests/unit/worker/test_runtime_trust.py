@@ -6,13 +6,10 @@ import hashlib
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.clock import CLOCK_PREFIX
-from streams.worker.claims.edge import Runtime
-from streams.worker.edge import (
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.clock import CLOCK_PREFIX
+from claimwatch.worker.claims.edge import Runtime
+from claimwatch.worker.edge import (
     DLQ_MAX_BYTES,
     TICK_KEY,
     dead_letter,
@@ -20,6 +17,9 @@ from streams.worker.edge import (
     tick_time,
     tick_value,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.support.claims import NAMES, claim_bytes, decisions
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with
