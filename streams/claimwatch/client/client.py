@@ -170,6 +170,22 @@ class Client:
         return answer
 
 
+async def decide(
+    claims: Iterable[Mapping[str, Any] | ClaimEnvelope],
+    *,
+    worker_url: str | None = None,
+    bootstrap: str | None = None,
+    prefix: str | None = None,
+    timeout: float = 30.0,
+) -> dict[str, dict[str, Any]]:
+    """Publish `claims`; the decision per fact that covers them, by a `Client` made for it.
+
+    A program that decides again and again keeps one `Client` open instead.
+    """
+    async with Client(worker_url, bootstrap, prefix) as client:
+        return await client.decide(claims, timeout=timeout)
+
+
 def _raise_refusals(
     facts: Mapping[str, Any], answers: Iterable[tuple[Answer | Exception | None, str]]
 ) -> None:
