@@ -5,6 +5,7 @@ it says otherwise, one line per command (or `*` for the whole block):
 
     <!-- doctest
     *: worker                       run it against a live worker (integration test)
+    *: worker "resolved"            ... and its output must hold that text
     make run: until "worker ready"  runs until stopped: pass once it prints the text
     make test: skip "why"           not run by the tests, for the reason given
     -->
@@ -35,7 +36,10 @@ _SNIPPET = re.compile(r'^--8<--\s+"([^"]+)"\s*$')
 
 @dataclass(frozen=True)
 class Directive:
-    """What to do with a command: its kind and the text (until) or reason (skip)."""
+    """What to do with a command: its kind and its text.
+
+    The text is what the output must show (worker, until) or why it is not run (skip).
+    """
 
     kind: str = "run"
     text: str = ""
@@ -98,7 +102,7 @@ def _directives(marker: str, where: str) -> dict[str, Directive]:
         if match is None:
             raise ValueError(f"{where}: doctest marker line not understood: {line!r}")
         key, kind, text = match.group(1).strip(), match.group(2), match.group(3) or ""
-        if kind in ("until", "skip") and not text:
+        if kind in ("until", "skip") and not text:  # a worker's text is optional
             raise ValueError(f"{where}: `{kind}` needs a quoted text: {line!r}")
         found[key] = Directive(kind, text)
     return found

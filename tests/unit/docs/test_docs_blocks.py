@@ -1,7 +1,7 @@
 """The README and the pages of docs/: their offline code runs as written, their exceptions are few.
 
 The blocks that need a live worker (marked `worker`) and `make run` are run by
-tests/integration/test_docs_kafka.py; see tests/support/doc_blocks.py for the markers.
+tests/integration/test_documentation_kafka.py; see tests/support/doc_blocks.py for the markers.
 """
 
 from __future__ import annotations
