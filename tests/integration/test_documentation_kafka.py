@@ -12,6 +12,7 @@ test's URL and prefix stand in for them, as they would for a user of another dep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -43,6 +44,8 @@ DEFAULT_TOPIC = re.compile(
 )
 MAKE_RUN_READY_S = 240.0
 BLOCK_TIMEOUT_S = 180.0
+#: Blocks that start a deployment of their own (the MCP example): its topics and its app id's.
+OWN_DEPLOYMENTS = ("mcp-demo.", "claimwatch-mcp-demo.")
 
 #: `make run`'s process, its output and the environment it was given.
 MakeRun = tuple[subprocess.Popen[str], "Output", dict[str, str]]
@@ -67,6 +70,29 @@ def _as_deployed(script: str, prefix: str, url: str) -> str:
 
 def _argv(block: Block, script: str) -> list[str]:
     return [sys.executable, "-c", script] if block.lang == "python" else ["bash", "-c", script]
+
+
+def _run_block(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one block in a session of its own; whatever it left running is stopped after it."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        stderr += f"\n(killed after {BLOCK_TIMEOUT_S:.0f} s)"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)  # a background worker the block did not stop
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _until(page: Path) -> tuple[str, str]:
@@ -159,19 +185,12 @@ async def test_worker_blocks_run_as_written(workers: Workers) -> None:
     ran = []
     for block in WORKER_BLOCKS:
         script = _as_deployed(block.script(), worker.prefix, worker.url)
-        done = await asyncio.to_thread(
-            subprocess.run,
-            _argv(block, script),
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=BLOCK_TIMEOUT_S,
-        )
+        done = await asyncio.to_thread(_run_block, _argv(block, script), env)
         ran.append(block.where)
         if done.returncode != 0:
             failures.append(f"{block.where} exit {done.returncode}:\n{done.stdout}\n{done.stderr}")
         elif block.directive().text not in done.stdout:
             failures.append(f"{block.where}: no {block.directive().text!r} in\n{done.stdout}")
+    await delete_topics(workers.bootstrap, OWN_DEPLOYMENTS)
     assert [] == failures, "\n\n".join(failures)
     assert len(ran) >= 8, ran
