@@ -17,7 +17,7 @@ from tests.support import doc_blocks
 from tests.support.doc_blocks import README, REPO, Block
 
 #: The most blocks the docs may exempt from the tests (each with its reason).
-MAX_SKIPPED = 8
+MAX_SKIPPED = 7
 TIMEOUT_S = 180.0
 
 OFFLINE_PYTHON = doc_blocks.runnable("run", "python")
