@@ -60,7 +60,7 @@ WARMUP_S = 3.0
 COOLDOWN_S = 3.0
 DRAIN_S = 30.0
 WORK = Path(".cache/bench")
-EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (see README)"
+EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (docs/concepts.md#delivery)"
 
 
 # ---------------------------------------------------------------------------- measurements

@@ -2,7 +2,7 @@
 
 Both sides are run as a user runs them (a fresh interpreter, the policy file, the claims
 file, output to a pipe that is drained), so start-up, policy loading and output count.
-The baseline is `bench/plain_resolve.py` (SPEC section 4 written plainly; the test
+The baseline is `bench/plain_resolve.py` (docs/concepts.md#decide written plainly; the test
 `tests/bench/test_plain_resolve.py` holds it to claimwatch's decisions). Start-up is
 `claimwatch resolve` on an empty file, best of three, with the README's policy and with the
 benchmark's. claimwatch runs as shipped (its default `--jobs`: the cores, at most 4) and

@@ -91,7 +91,7 @@ async def decides_the_examples(
     """Publish the shifted examples; every fact decides as `claimwatch resolve` does.
 
     A fact whose claims are all older than freshness + grace at arrival is decided too: its
-    claims are listed `stale`, as the offline example shows them (SPEC section 6).
+    claims are listed `stale`, as the offline example shows them (docs/concepts.md#time).
     """
     now = datetime.now(UTC)
     claims = examples_shifted_to(now)

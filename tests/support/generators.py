@@ -92,7 +92,7 @@ SOURCES: Final = ("ledger", "ledger@eu", "replica", "index", "user", "billing_ap
 
 
 def fuzz_policy_yaml(version: str = "fuzz-1") -> str:
-    """A policy naming one field of every type (SPEC section 3), with varied windows."""
+    """A policy naming one field of every type (docs/reference/policy.md), with varied windows."""
     fields = "\n".join(f"  {name}: {entry}" for name, (entry, _) in FIELD_TYPES.items())
     return (
         f"policy_version: {version}\n"

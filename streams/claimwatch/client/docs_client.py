@@ -1,6 +1,7 @@
 """Async client of the versioned document store: publish/append over Kafka, merge on conflict.
 
-The store stays content-agnostic (SPEC section 9): merging happens here. A request goes to
+The store stays content-agnostic: merging happens here (docs/conflict-kinds.md#versioned-documents).
+A request goes to
 the `publish` topic keyed by path with a fresh request id; the client reads
 `publish.results` (every partition, from the end as of start-up) and matches the id. With
 ``on_conflict="merge"`` a version conflict is answered by fetching the base (the expected

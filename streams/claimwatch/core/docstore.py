@@ -1,4 +1,7 @@
-"""Versioned document store (SPEC section 9): a pure compare-and-set over immutable versions."""
+"""Versioned document store: a pure compare-and-set over immutable versions.
+
+The contract: docs/conflict-kinds.md#versioned-documents.
+"""
 
 from __future__ import annotations
 

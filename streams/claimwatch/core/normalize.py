@@ -1,4 +1,4 @@
-"""Normalization of claim values per field type (SPEC section 3); pure and deterministic.
+"""Normalization of claim values per field type (docs/reference/policy.md); pure and deterministic.
 
 Every claim value is turned into a *canonical* value: hashable, comparable, and the same
 for two values that mean the same thing under the field's policy (money in integer minor

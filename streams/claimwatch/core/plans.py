@@ -6,7 +6,8 @@ status is a function of the decisions of those facts only:
 - `blocked` when a fact it reads has a decision that does not permit the step; the
   record lists those decisions' ids (`blocking`). An irreversible step is permitted only
   by action `proceed` — outcome `resolved` with a winner stronger than a mere assertion
-  (SPEC 4.8) — so `conflict`, `insufficient`, `rejected` and a resolution won by a user's
+  (docs/concepts.md#decide) —
+  so `conflict`, `insufficient`, `rejected` and a resolution won by a user's
   word all block it. A reversible step is also permitted by action `degrade` (the policy
   marks the field not consequential, so a constrained answer is acceptable); `escalate`
   (a consequential field in conflict, insufficient or rejected, or an asserted

@@ -95,7 +95,8 @@ def unregistered_carriers(claims: Sequence[Mapping[str, Any]]) -> list[str]:
     The carrying claims are the winner and the claims of its class that corroborate it
     (agreement from a weaker class does not carry a value). [] when any of them is
     registered or nothing won; else their sources, sorted. A value only unregistered
-    sources vouch for is unverified: its decision is never `proceed` (SPEC section 6),
+    sources vouch for is unverified: its decision is never `proceed`
+    (docs/concepts.md#authority-classes),
     whatever class the unregistered sources default to.
     """
     top = next((c["authority"] for c in claims if c["disposition"] == "won"), None)

@@ -2,7 +2,7 @@
 
 Pure: the caller passes the fact store (any mutable mapping of fact key -> FactState, such
 as a dict in tests or a view over a Faust table) and gets back what to send. Time comes
-only from the records: claims' `observed_at` and tick records (SPEC section 6).
+only from the records: claims' `observed_at` and tick records (docs/concepts.md#time).
 """
 
 from __future__ import annotations

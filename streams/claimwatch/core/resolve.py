@@ -1,4 +1,7 @@
-"""Resolution of one fact (SPEC section 4): contract, evidence, freshness, lineage, precedence."""
+"""Resolution of one fact: contract, evidence, freshness, lineage, precedence.
+
+The rules: docs/concepts.md#decide.
+"""
 
 from __future__ import annotations
 

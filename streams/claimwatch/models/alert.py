@@ -1,4 +1,4 @@
-"""The alert record (SPEC section 7): a conflict spike on a field, or a source's lag status."""
+"""The alert record (docs/alerts.md): a conflict spike on a field, or a source's lag status."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The claim envelope, wire format v1 (SPEC section 1): one tool result as a claim."""
+"""The claim envelope, wire format v1: one tool result as a claim (docs/wire-format.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The decision record (SPEC section 5): what was decided for one fact, and from which claims."""
+"""The decision record: what was decided for one fact, and from which claims.
+
+The format: docs/wire-format.md#the-decision.
+"""
 
 from __future__ import annotations
 

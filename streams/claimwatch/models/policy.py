@@ -1,4 +1,7 @@
-"""The policy file (SPEC section 3): sources, per-field rules, defaults, alerts and signing."""
+"""The policy file (docs/reference/policy.md): sources, per-field rules, defaults, alerts, signing.
+
+Each key's docstring is its description in the JSON Schema and in the policy reference page.
+"""
 
 from __future__ import annotations
 
@@ -54,26 +57,35 @@ class FieldType(StrEnum):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Tolerance(_Strict):
     """Numeric tolerance: values agree when max - min is within abs or rel x the largest |value|."""
 
     abs: float | None = Field(default=None, ge=0)
+    """Largest absolute difference between values that still agree."""
     rel: float | None = Field(default=None, ge=0)
+    """Largest difference relative to the largest absolute value that still agrees."""
 
 
 class Defaults(_Strict):
     """Values every field inherits unless it sets its own."""
 
     freshness: Freshness = 5 * 60 * 1_000_000
+    """How old a claim may be (by `observed_at`) and still vote; older is `stale`."""
     on_conflict: OnConflict = OnConflict.BLOCK
+    """What to do when the strongest authority class disagrees."""
     clock_skew: Duration = 5 * 1_000_000
+    """How far ahead of the partition clock a claim may be observed; beyond it is rejected."""
     settle: Duration = 2 * 1_000_000
+    """A fact's decision window closes this long after its last claim (`0`: every claim)."""
     max_delay: Duration = 10 * 1_000_000
+    """... or this long after the window opened, whichever comes first."""
     grace: Duration = 30 * 1_000_000
+    """Live claims are kept this long past their freshness budget."""
     max_lineages: int = Field(default=32, ge=1)
+    """Lineages kept per fact; beyond it the oldest lineage is dropped."""
     unknown_fields: Literal["reject", "decide"] = Field(
         default="reject",
         description="a claim on a field the policy does not name: `reject` it (a reason names "
@@ -85,28 +97,46 @@ class SourceEntry(_Strict):
     """A registered source: its authority class and upstream lineage."""
 
     authority: Authority = Authority.DERIVED
+    """The source's authority class (`asserted` < `derived` < `cached` < `system_of_record`)."""
     lineage: str | None = None
+    """The upstream it copies: claims of one lineage are one vote (default: the source)."""
 
 
 class FieldPolicy(_Strict):
     """The rules of one field: type, normalization, freshness, conflict handling, ownership."""
 
     type: FieldType = FieldType.JSON
+    """The value type: how claims are validated, normalized and compared."""
     values: list[str] | None = None
+    """The allowed values of an `enum` field (required for enums, only for them)."""
     currency: str | None = None
+    """ISO 4217 currency of a `money` field (required for money, only for it)."""
     unit: str | None = None
+    """Unit of a `quantity` field, e.g. `kg` (required for quantities, only for them)."""
     tolerance: Tolerance | None = None
+    """When two `number` or `quantity` values agree: `{abs: ...}` and/or `{rel: ...}`."""
     case: Literal["preserve", "fold"] = "preserve"
+    """`fold` compares strings without case; `preserve` keeps it."""
     whitespace: Literal["preserve", "trim", "collapse"] = "trim"
+    """Strings: `trim` the ends, `collapse` every run of spaces, or `preserve` them."""
     nullable: bool = False
+    """Whether `null` is a value of the field."""
     freshness: Freshness | None = None
+    """The field's freshness budget (default `defaults.freshness`); `until_edited`: never."""
     on_conflict: OnConflict | None = None
+    """The field's conflict rule (default: `defaults.on_conflict`)."""
     consequential: bool = False
+    """Acting on a wrong value is costly: anything but a verified resolution escalates."""
     owner: str | None = None
+    """The primary source (`prefer_primary`, lag); default: the field's one system of record."""
     authority: dict[str, Authority] = Field(default_factory=dict)
+    """Per-field authority classes by source, over the `sources` registry."""
     contract_version: str | None = None
+    """The field's semantics version; a claim naming another one is rejected."""
     settle: Duration | None = None
+    """The field's settle window (default: `defaults.settle`)."""
     max_delay: Duration | None = None
+    """The field's longest window (default: `defaults.max_delay`)."""
 
     @field_validator("currency")
     @classmethod
@@ -147,9 +177,13 @@ class ConflictSpikeAlert(_Strict):
     """Thresholds of the conflict-spike detector."""
 
     window: Duration = 60 * 1_000_000
+    """Length of the tumbling window conflicts are counted in."""
     min_count: int = Field(default=5, ge=1)
+    """Fewest conflicts in a window that can fire."""
     alpha: float = Field(default=0.001, gt=0, lt=1)
+    """Fire when the count's tail probability under the expected count is below this."""
     resolve_after: int = Field(default=3, ge=1)
+    """Quiet windows after which a firing alert is resolved."""
     baseline_half_life: Duration = Field(
         default=30 * 60 * 1_000_000,
         description="half-life of the exponentially weighted conflict rate per decision",
@@ -166,7 +200,9 @@ class ReplicaLagAlert(_Strict):
     """Thresholds of the replica-lag detector."""
 
     evaluation: Duration = 5 * 60 * 1_000_000
+    """The window a source's lag status is judged over; no claim in it is `silent`."""
     min_samples: int = Field(default=5, ge=1)
+    """Fewest lag samples before a source can be `lagging`."""
     silent_min_decisions: int = Field(
         default=20,
         ge=1,
@@ -178,7 +214,9 @@ class Alerts(_Strict):
     """Alert detector settings; every key has a default."""
 
     conflict_spike: ConflictSpikeAlert = Field(default_factory=ConflictSpikeAlert)
+    """The conflict-spike detector."""
     replica_lag: ReplicaLagAlert = Field(default_factory=ReplicaLagAlert)
+    """The replica-lag detector."""
 
 
 #: What a key id (`kid`) may look like: it travels in claims and in DLQ reasons.
@@ -200,7 +238,9 @@ class SigningKey(_Strict):
         description="key id a claim names in its `kid` (none: claims without `kid`)",
     )
     env: str | None = None
+    """Environment variable holding the key (at least 32 bytes)."""
     file: str | None = None
+    """File holding the key, relative to the policy file's directory."""
 
     @model_validator(mode="after")
     def _one_place(self) -> SigningKey:
@@ -217,9 +257,13 @@ class SigningEntry(_Strict):
     """
 
     kid: str | None = Field(default=None, pattern=KID_PATTERN)
+    """Key id of the single key (claims name it in `kid`)."""
     env: str | None = None
+    """Environment variable holding the single key."""
     file: str | None = None
+    """File holding the single key, relative to the policy file."""
     keys: list[SigningKey] = Field(default_factory=list)
+    """Several keys, each with its `kid` (during a rotation)."""
 
     @model_validator(mode="after")
     def _one_form(self) -> SigningEntry:
@@ -246,17 +290,21 @@ class SigningEntry(_Strict):
 
 
 class AttackRule(_Strict):
-    """Arguments of one kind attack arguments of another (SPEC section 10)."""
+    """Arguments of one kind attack another's (docs/conflict-kinds.md#policy-verdicts)."""
 
     attacker_kind: str = Field(min_length=1)
+    """The argument kind that attacks."""
     attacked_kind: str = Field(min_length=1)
+    """The argument kind it attacks."""
     type: Literal["rebut", "undercut", "undermine"]
+    """How it attacks: `rebut`, `undercut` or `undermine`."""
 
 
 class Argumentation(_Strict):
     """Policy verdicts: attack rules, the checks a request waits for, timeout and semantics."""
 
     attack_rules: list[AttackRule] = Field(default_factory=list)
+    """Who attacks whom among the checks' arguments."""
     expected_checks: list[str] | dict[str, list[str]] = Field(
         default_factory=list,
         description="check names every request waits for, or per request type ('*' for others)",
@@ -267,6 +315,7 @@ class Argumentation(_Strict):
         description="after this long on the event clock a request missing checks is undecided",
     )
     semantics: Literal["grounded", "complete", "preferred", "stable"] = "grounded"
+    """The extension that decides: `grounded` (default), `complete`, `preferred` or `stable`."""
     remember: Duration = Field(
         default=10 * 60 * 1_000_000,
         description="how long a decided request id is kept, so late signals are dropped",
@@ -287,10 +336,15 @@ class Policy(_Strict):
     """A whole, versioned policy file."""
 
     policy_version: str = Field(min_length=1)
+    """The policy's name and version; it is part of every decision id."""
     defaults: Defaults = Field(default_factory=Defaults)
+    """Values every field inherits unless it sets its own."""
     sources: dict[str, SourceEntry] = Field(default_factory=dict)
+    """The source registry: each source's authority class and lineage."""
     fields: dict[str, FieldPolicy] = Field(default_factory=dict)
+    """The rules of each field, by field name."""
     alerts: Alerts = Field(default_factory=Alerts)
+    """Thresholds of the alert detectors."""
     signing: dict[str, SigningEntry] = Field(
         default_factory=dict,
         description="sources whose claims must be signed, and their keys; a bare name covers "
@@ -303,6 +357,7 @@ class Policy(_Strict):
         "unsigned on purpose (without this, such a policy is refused at load)",
     )
     argumentation: Argumentation = Field(default_factory=Argumentation)
+    """Policy verdicts: attack rules, expected checks, timeout, semantics."""
 
 
 def _check_currency(code: str) -> None:

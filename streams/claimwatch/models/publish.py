@@ -1,4 +1,7 @@
-"""Versioned documents (SPEC section 9): a publish or append request in, one result out."""
+"""Versioned documents: a publish or append request in, one result out.
+
+The contract: docs/conflict-kinds.md#versioned-documents.
+"""
 
 from __future__ import annotations
 

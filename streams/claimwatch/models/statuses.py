@@ -1,4 +1,4 @@
-"""The claim statuses of wire format v1 (SPEC section 1), without the envelope model.
+"""The claim statuses of wire format v1 (docs/wire-format.md#the-claim), without the envelope model.
 
 The core reads these on every claim; keeping them apart from `claimwatch.models.claim` spares a
 command that never validates an envelope the building of its pydantic model.

@@ -1,4 +1,7 @@
-"""Policy verdicts (SPEC section 10): one check's signal in, one decision per request out."""
+"""Policy verdicts: one check's signal in, one decision per request out.
+
+The contract: docs/conflict-kinds.md#policy-verdicts.
+"""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def parse_policy(text: str, path: str = "<policy>") -> Policy:
         key = ".".join(str(p) for p in loc)
         reason = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            reason = "unknown key (check the spelling against SPEC section 3)"
+            reason = "unknown key (check the spelling against docs/reference/policy.md)"
         if loc[:1] == ("signing",) and _literal_key(error["type"], loc):
             reason = _LITERAL_KEY
         raise PolicyError(path, line_of(root, loc), key, reason) from None

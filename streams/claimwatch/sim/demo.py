@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiokafka import TopicPartition
@@ -30,6 +31,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claimwatch.client.decisions import DecisionTail, TopicMissing
+from claimwatch.client.facts import env_worker_url
 from claimwatch.client.publisher import Publisher
 from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import format_rfc3339
@@ -39,11 +41,13 @@ from claimwatch.sim import live
 from claimwatch.sim.board import Board
 from claimwatch.sim.story import DURATION_S, aligned_start, story
 from claimwatch.wire import kafka
-from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.kafka import env_bootstrap, env_prefix
 from claimwatch.wire.topics import TopicNames
 
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
+#: The worker's web port when `CLAIMWATCH_WORKER_URL` names none.
+DEFAULT_WEB_PORT = 6066
 
 
 class DemoError(RuntimeError):
@@ -54,8 +58,17 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m claimwatch.sim.demo", description=__doc__)
     parser.add_argument("--policy", type=Path, default=Path("examples/demo-policy.yaml"))
     parser.add_argument("--bootstrap", default=None, help="Kafka bootstrap host:port")
-    parser.add_argument("--topic-prefix", default="demo.", help="prefix of the demo's topics")
-    parser.add_argument("--web-port", type=int, default=6066, help="the worker's HTTP port")
+    parser.add_argument(
+        "--topic-prefix",
+        default=env_prefix(),
+        help="prefix of the demo's topics (default: CLAIMWATCH_TOPIC_PREFIX, else claimwatch.)",
+    )
+    parser.add_argument(
+        "--web-port",
+        type=int,
+        default=_worker_port(),
+        help="the worker's HTTP port (default: the port of CLAIMWATCH_WORKER_URL, else 6066)",
+    )
     parser.add_argument("--data-dir", type=Path, default=Path(".cache/demo"))
     parser.add_argument(
         "--plain", action="store_true", help="a log of what changed instead of the live view"
@@ -64,6 +77,15 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--duration", type=float, default=None, help="stop after the agents ran this many seconds"
     )
     return parser.parse_args(argv)
+
+
+def _worker_port() -> int:
+    """The port of `CLAIMWATCH_WORKER_URL`, else 6066.
+
+    So the demo's worker is the one `Client()` and `claimwatch ask` reach in the same
+    environment (docs/quickstart.md).
+    """
+    return urlsplit(env_worker_url()).port or DEFAULT_WEB_PORT
 
 
 def _port_taken(port: int) -> bool:

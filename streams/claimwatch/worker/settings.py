@@ -70,7 +70,7 @@ class WorkerSettings:
     app_id: str | None = None
     store: str = DEFAULT_STORE
     data_dir: Path = Path(".cache/worker")
-    #: Faust's exactly_once stalls on our tick records (see README): at-least-once + dedupe.
+    #: Faust's exactly_once stalls on our tick records (docs/concepts.md#delivery): at-least-once.
     guarantee: str = "at_least_once"
     tick_interval_s: float = 1.0
     lateness_s: float = 1.0

@@ -60,7 +60,7 @@ def _no_wal() -> rocksdict.WriteOptions:
 NO_WAL: Final = _no_wal()
 #: How often the worker flushes its stores' memory tables to disk (seconds): a SIGKILL
 #: costs a restart at most this much changelog to read again (without log or flush it cost
-#: everything since the start; see the README's "Local state and restarts").
+#: everything since the start; docs/operating/index.md#local-state-and-restarts).
 FLUSH_EVERY_S: Final = 5.0
 
 

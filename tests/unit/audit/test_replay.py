@@ -449,7 +449,7 @@ def test_bad_policy_exits_2(stream: Path, tmp_path: Path) -> None:
     assert (2, b"") == (proc.returncode, proc.stdout)
     assert (
         f"claimwatch: {bad}:3: fields.balance.freshnes: unknown key (check the spelling "
-        "against SPEC section 3)\n"
+        "against docs/reference/policy.md)\n"
     ).encode() == proc.stderr
     assert (2, b"") == (missing.returncode, missing.stdout)
     assert (

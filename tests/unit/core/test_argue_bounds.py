@@ -202,7 +202,7 @@ def test_a_request_whose_deadline_raises_leaves_the_tick_to_the_others(
 
 
 def test_a_signal_ten_years_ahead_is_refused_and_later_requests_are_decided() -> None:
-    """SPEC 6: a signal beyond the clock plus clock_skew moves nothing and is listed refused.
+    """A signal beyond the clock plus clock_skew moves nothing and is listed refused.
 
     Before the bound, the forged signal moved the clock ten years on: the later request's
     deadline lay ten years ahead and no tick ever reached it.

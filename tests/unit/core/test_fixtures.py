@@ -1,4 +1,4 @@
-"""The nine disagreement fixtures of the source essay, plus the rules SPEC section 4 adds."""
+"""The nine disagreement fixtures of the source essay, plus the rules of docs/concepts.md#decide."""
 
 from __future__ import annotations
 

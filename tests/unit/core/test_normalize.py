@@ -1,4 +1,4 @@
-"""Normalization per field type (SPEC section 3): canonical values, rejections and agreement."""
+"""Normalization per field type: canonical values, rejections and agreement."""
 
 from __future__ import annotations
 

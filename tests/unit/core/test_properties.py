@@ -159,7 +159,7 @@ def test_adding_a_stale_claim_never_changes_the_outcome(
     """A claim older than the freshness budget leaves outcome, value, canonical and action alone."""
     field, claims = fact
     before = _decide(claims)
-    # SPEC 4.1: only a fact whose every claim is rejected is `rejected`; any claim that is
+    # docs/concepts.md#decide: only a fact whose every claim is rejected is `rejected`; any claim
     # not rejected (a stale one included) makes such a fact `insufficient` instead.
     assume("rejected" != before["outcome"])
     stale_offsets = st.integers(-6 * 3600, -FRESHNESS_S - 1)

@@ -1,4 +1,7 @@
-"""Contradiction detection between text passages (SPEC section 8): pure, table-driven."""
+"""Contradiction detection between text passages: pure, table-driven.
+
+The rules: docs/conflict-kinds.md#text-passages.
+"""
 
 from claimwatch.core.text.compare import Verdict, compare, compare_passages
 from claimwatch.core.text.tokenize import Passage, analyze

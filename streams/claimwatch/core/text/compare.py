@@ -1,4 +1,7 @@
-"""The passage comparator (SPEC section 8): (left, right) -> conflict, rule, detail, duplicate."""
+"""The passage comparator: (left, right) -> conflict, rule, detail, duplicate.
+
+The rules: docs/conflict-kinds.md#text-passages.
+"""
 
 from __future__ import annotations
 

@@ -29,7 +29,8 @@ def _text(field: FieldPolicy) -> _Base:
 _BY_TYPE: Final[dict[FieldType, Callable[[FieldPolicy], _Base]]] = {
     FieldType.ENUM: _EnumNormalizer,
     FieldType.STRING: _StringNormalizer,
-    FieldType.TEXT: _text,  # agreement by the passage comparator (SPEC section 8)
+    # text: agreement by the passage comparator (docs/conflict-kinds.md#text-passages)
+    FieldType.TEXT: _text,
     FieldType.BOOL: _BoolNormalizer,
     FieldType.INTEGER: _IntegerNormalizer,
     FieldType.NUMBER: _NumberNormalizer,
