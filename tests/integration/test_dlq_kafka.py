@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -112,6 +113,15 @@ async def test_a_dead_lettered_claim_is_named_in_the_timeout_and_by_claimwatch_d
         env={"CLAIMWATCH_BOOTSTRAP": kafka_bootstrap, "CLAIMWATCH_TOPIC_PREFIX": worker.prefix},
     )
     records = [json.loads(line) for line in as_json.stdout.splitlines()]
+    stamps = sorted(r["timestamp_ms"] for r in records)
+    counts = []
+    for moment in (stamps[0] - 1000, stamps[-1] + 1000):  # before both records, after both
+        at = datetime.fromtimestamp(moment / 1000, UTC).isoformat()
+        since = await asyncio.to_thread(
+            _dlq, "--since", at, "--bootstrap", kafka_bootstrap, "--topic-prefix", worker.prefix
+        )
+        counts.append((since.returncode, len(since.stdout.splitlines())))
+    assert [(0, 2), (0, 0)] == counts
     assert {(f"{worker.prefix}claims", key, REASON), (None, "stray", None)} == {
         (r["topic"], r["key"], r["reason"]) for r in records
     }
