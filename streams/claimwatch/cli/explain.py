@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from aiokafka.errors import KafkaConnectionError
 
 from claimwatch.audit.explain import explain as render
 from claimwatch.cli.common import BootstrapOption, PrefixOption, fail
 from claimwatch.cli.replay import decision_lines, recorded_decisions
 from claimwatch.cli.topics import prefix_or_env, topic_named
-from claimwatch.wire.topics import TopicNames
+from claimwatch.wire.topics import TopicNames, broker_unavailable
 
 
 def explain(
@@ -39,6 +40,8 @@ def explain(
             records = decision_lines(sys.stdin.buffer, "<stdin>")
         else:
             records = list(recorded_decisions(where, bootstrap))
+    except KafkaConnectionError:
+        fail(str(broker_unavailable(bootstrap)), 1)
     except RuntimeError as exc:  # a line that is not a decision: FILE:LINE: reason
         fail(str(exc), 1)
     found = next((r for r in records if r.get("decision_id") == decision_id), None)

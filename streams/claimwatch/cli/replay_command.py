@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Annotated
 
 import typer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from rich.console import Console
 
 from claimwatch.audit.diff import NEEDS as DIFF_NEEDS
@@ -32,7 +32,7 @@ from claimwatch.core.timeutil import TimestampError, parse_rfc3339
 from claimwatch.policy.loading import load_policy
 from claimwatch.policy.source import MAX_POLICY_BYTES, PolicyError
 from claimwatch.wire.codec import dumps_line
-from claimwatch.wire.topics import TopicNames
+from claimwatch.wire.topics import TopicNames, broker_unavailable
 from claimwatch.worker.collector import no_collection, one_pass
 
 
@@ -124,6 +124,8 @@ def replay(
     try:
         with one_pass():
             refused = _run_replay(req)
+    except KafkaConnectionError:
+        fail(str(broker_unavailable(bootstrap)), 1)
     except (KafkaError, RuntimeError) as exc:  # RuntimeError: the claims topic does not exist
         fail(str(exc) or type(exc).__name__, 1)
     if refused:

@@ -94,11 +94,16 @@ async def ensure_topics(bootstrap: str, names: TopicNames, partitions: int) -> l
     A setting the worker may change (timestamp type, cleanup policy, retention: see
     `check_topics`) is changed, and the returned lines say so; a partition count that
     differs, or a change the broker refuses (no ALTER_CONFIGS permission), raises
-    `TopicsRefused` naming the commands to run. The admin client has the CLAIMWATCH_*
-    security settings, like every client of ours.
+    `TopicsRefused` naming the commands to run; `BrokerUnavailable` when no broker
+    answers. The admin client has the CLAIMWATCH_* security settings, like every client
+    of ours.
     """
     admin = kafka.admin(bootstrap)
-    await admin.start()
+    try:
+        await admin.start()
+    except KafkaConnectionError:
+        await admin.close()
+        raise broker_unavailable(bootstrap) from None
     try:
         existing = set(await admin.list_topics())
         configs = names.configs()
