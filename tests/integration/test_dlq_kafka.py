@@ -25,6 +25,7 @@ from tests.support.kafka import (
     REPO,
     Workers,
     ago,
+    delete_topics,
     free_port,
     publish_raw,
     unique,
@@ -138,9 +139,12 @@ async def test_decide_is_worker_unavailable_at_once_and_sends_nothing(
     claim = envelope(
         unique("c"), "billing-api", "paid", subject=unique("invoice:x"), observed_at=ago(1)
     )
-    async with Client(url, kafka_bootstrap, prefix) as client:
-        with pytest.raises(WorkerUnavailable, match=f"^no worker at {url} "):
-            await client.decide([claim], timeout=30)
-    async with DecisionTail(kafka_bootstrap, names.claims, from_beginning=True) as tail:
-        sent = [record async for batch in tail.to_end() for record in batch]
+    try:
+        async with Client(url, kafka_bootstrap, prefix) as client:
+            with pytest.raises(WorkerUnavailable, match=f"^no worker at {url} "):
+                await client.decide([claim], timeout=30)
+        async with DecisionTail(kafka_bootstrap, names.claims, from_beginning=True) as tail:
+            sent = [record async for batch in tail.to_end() for record in batch]
+    finally:
+        await delete_topics(kafka_bootstrap, [prefix])
     assert [] == sent
