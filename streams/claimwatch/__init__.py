@@ -4,7 +4,7 @@ The public API, importable from here (`from claimwatch import Client`):
 
 - agents: `Client` and `decide` (publish claims, wait for their decisions), `Publisher`,
   `validate`, and what they raise (`InvalidClaim`, `ClaimRefused`, `DecisionTimeout`,
-  `WorkerBusy`, `WorkerUnavailable`);
+  `WorkerBusy`, `WorkerUnavailable`, `BrokerUnavailable`, `MissingTopic`);
 - policies: `load_policy`, `CompiledPolicy`, `PolicyError`;
 - offline: `resolve`, `replay` and `explain` (no Kafka, no worker);
 - the records on the wire, as pydantic models: `ClaimEnvelope`, `DecisionRecord`,
@@ -30,6 +30,8 @@ _HOMES: dict[str, str] = {
     "ClaimRefused": "claimwatch.client.facts",
     "WorkerBusy": "claimwatch.client.facts",
     "WorkerUnavailable": "claimwatch.client.facts",
+    "BrokerUnavailable": "claimwatch.wire.topics",
+    "MissingTopic": "claimwatch.wire.topics",
     "Publisher": "claimwatch.client.publisher",
     "InvalidClaim": "claimwatch.client.publisher",
     "validate": "claimwatch.client.publisher",
@@ -55,6 +57,7 @@ _HOMES: dict[str, str] = {
 
 __all__ = [
     "AlertRecord",
+    "BrokerUnavailable",
     "ClaimEnvelope",
     "ClaimRefused",
     "Client",
@@ -62,6 +65,7 @@ __all__ = [
     "DecisionRecord",
     "DecisionTimeout",
     "InvalidClaim",
+    "MissingTopic",
     "PlanRecord",
     "Policy",
     "PolicyError",
@@ -101,6 +105,7 @@ if TYPE_CHECKING:
     from claimwatch.models.verdict import VerdictDecision, VerdictSignal
     from claimwatch.policy.loading import load_policy
     from claimwatch.policy.source import PolicyError
+    from claimwatch.wire.topics import BrokerUnavailable, MissingTopic
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ from claimwatch.client.facts import (
     FactPages,
     WorkerBusy,
     WorkerUnavailable,
-    env_worker_url,
+    checked_worker_url,
 )
 from claimwatch.core.covering import QueryError, covering_ids, wait_seconds
 
@@ -57,7 +57,10 @@ def ask(
         seconds = wait_seconds(wait)
     except QueryError as exc:
         fail(str(exc).replace("`covering`", "--covering").replace("`wait`", "--wait"), 2)
-    url = worker_url or env_worker_url()
+    try:
+        url = checked_worker_url(worker_url)
+    except ValueError as exc:
+        fail(str(exc) if worker_url is None else f"--worker-url: {exc}", 2)
     try:
         answer = asyncio.run(_ask(url, subject, field, ids, seconds))
     except (WorkerUnavailable, ClaimRefused, WorkerBusy, ValueError) as exc:

@@ -34,7 +34,10 @@ JobsOption = Annotated[
     ),
 ]
 BootstrapOption = Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")]
-PrefixOption = Annotated[str | None, typer.Option(help="prefix of every topic name")]
+PrefixOption = Annotated[
+    str | None,
+    typer.Option("--topic-prefix", help="prefix of every topic name [env CLAIMWATCH_TOPIC_PREFIX]"),
+]
 
 
 def fail(message: str, code: int) -> NoReturn:

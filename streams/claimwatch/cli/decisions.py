@@ -15,7 +15,7 @@ from claimwatch.cli.common import (
 )
 from claimwatch.client.decisions import OUTCOMES, Filters, Printer, TopicMissing, run_decisions
 from claimwatch.wire.kafka import env_bootstrap, env_prefix
-from claimwatch.wire.topics import TopicNames
+from claimwatch.wire.topics import BrokerUnavailable, TopicNames
 
 
 def decisions(
@@ -66,7 +66,7 @@ def decisions(
                 printer=printer,
             )
         )
-    except (TopicMissing, KafkaError) as exc:
+    except (TopicMissing, KafkaError, BrokerUnavailable) as exc:
         fail(str(exc) or type(exc).__name__, 1)
     except KeyboardInterrupt:  # the way to end --follow
         raise typer.Exit(0) from None

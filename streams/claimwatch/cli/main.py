@@ -28,6 +28,7 @@ COMMANDS: Final = {
     "explain": ("explain", "explain"),
     "merge": ("merge", "merge_files"),
     "ask": ("ask", "ask"),
+    "dlq": ("dlq", "dlq"),
 }
 
 

@@ -21,6 +21,7 @@ from claimwatch.wire import kafka
 from claimwatch.wire.codec import MAX_CLAIM_BYTES
 from claimwatch.wire.kafka import env_bootstrap, env_prefix
 from claimwatch.wire.topics import (
+    BrokerUnavailable,
     MissingTopic,
     TopicNames,
     TopicsRefused,
@@ -111,7 +112,7 @@ async def publish_file(
     except MissingTopic as exc:
         await producer.stop()
         raise PublishFailed(f"{exc}; or pass --create-topics to create them now") from None
-    except TopicsRefused as exc:
+    except (TopicsRefused, BrokerUnavailable) as exc:
         await producer.stop()
         raise PublishFailed(str(exc)) from None
     except Exception as exc:

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import IO, Annotated
 
 import typer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from rich.console import Console
 
 from claimwatch.audit.diff import NEEDS as DIFF_NEEDS
 from claimwatch.audit.diff import diff
 from claimwatch.audit.shares import default_jobs
-from claimwatch.cli.common import JobsOption, fail
+from claimwatch.cli.common import JobsOption, PrefixOption, fail
 from claimwatch.cli.replay import (
     Outputs,
     ReplayRequest,
@@ -27,12 +27,12 @@ from claimwatch.cli.replay import (
     replay_topic_any,
     write_topic,
 )
+from claimwatch.cli.topics import prefix_or_env, topic_named
 from claimwatch.core.timeutil import TimestampError, parse_rfc3339
 from claimwatch.policy.loading import load_policy
 from claimwatch.policy.source import MAX_POLICY_BYTES, PolicyError
 from claimwatch.wire.codec import dumps_line
-from claimwatch.wire.kafka import env_prefix
-from claimwatch.wire.topics import TopicNames
+from claimwatch.wire.topics import TopicNames, broker_unavailable
 from claimwatch.worker.collector import no_collection, one_pass
 
 
@@ -57,7 +57,7 @@ def replay(
         str | None, typer.Option(help="claims topic (default: <prefix>claims)")
     ] = None,
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
-    topic_prefix: Annotated[str | None, typer.Option(help="prefix of the live topics")] = None,
+    topic_prefix: PrefixOption = None,
     partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
     jobs: JobsOption = None,
     out: Annotated[str, typer.Option("--out", help="decisions JSON lines: FILE or -")] = "-",
@@ -66,7 +66,10 @@ def replay(
         Path | None, typer.Option("--alerts", help="write the detectors' alerts here (JSONL)")
     ] = None,
     diff_against: Annotated[
-        str | None, typer.Option(help="recorded decisions: JSON-lines FILE or TOPIC")
+        str | None,
+        typer.Option(
+            help="recorded decisions: JSON-lines FILE or TOPIC (`decisions`: the prefix's)"
+        ),
     ] = None,
     changes: Annotated[Path | None, typer.Option(help="write the change list here")] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="resume a topic replay")] = None,
@@ -82,7 +85,11 @@ def replay(
         compiled = load_policy(policy, max_bytes=max_policy_bytes)
     except PolicyError as exc:
         fail(str(exc), 2)
-    prefix = topic_prefix if topic_prefix is not None else env_prefix()
+    prefix = prefix_or_env(topic_prefix)
+    if diff_against is not None and not Path(diff_against).exists():
+        diff_against = topic_named(diff_against, prefix)
+    if topic is not None:
+        topic = topic_named(topic, prefix)
     if (input is None) == (not (from_beginning or since)):
         fail("give either --input FILE or --from-beginning / --from TIME", 2)
     if to_topic is not None:
@@ -117,6 +124,8 @@ def replay(
     try:
         with one_pass():
             refused = _run_replay(req)
+    except KafkaConnectionError:
+        fail(str(broker_unavailable(bootstrap)), 1)
     except (KafkaError, RuntimeError) as exc:  # RuntimeError: the claims topic does not exist
         fail(str(exc) or type(exc).__name__, 1)
     if refused:

@@ -18,7 +18,7 @@ from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.models.durations import parse_duration
 from claimwatch.sim import live
 from claimwatch.sim import simulate as sim
-from claimwatch.wire.topics import MissingTopic
+from claimwatch.wire.topics import BrokerUnavailable, MissingTopic
 
 
 def simulate(
@@ -113,7 +113,7 @@ def _live(
         sent = asyncio.run(run())
     except KafkaError as exc:
         fail(f"cannot publish: {exc or type(exc).__name__}", 1)
-    except MissingTopic as exc:
+    except (MissingTopic, BrokerUnavailable) as exc:
         fail(str(exc), 1)
     except KeyboardInterrupt:
         typer.echo("simulate: stopped", err=True)

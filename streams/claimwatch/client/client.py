@@ -13,16 +13,27 @@ A claim the worker dead-lettered (a bad signature, a claim id reused with other 
 is never decided: `decide` raises `ClaimRefused` with the worker's reason as soon as every
 fact is answered, instead of waiting out the timeout; a worker holding as many waiting
 requests as it takes raises `WorkerBusy`.
+
+A worker that is down is told at once: before its first publish, a `Client` makes sure a
+worker answers at its URL, and raises `WorkerUnavailable` (nothing sent) when nothing is
+listening there or the host does not resolve. Once a worker has answered, an outage
+during a wait (a restart, a rebalance) is retried until the timeout, whose message names
+the last outage. A fact still undecided at the timeout has its claims looked up in the
+dead-letter topic (the records since this `decide` began): `DecisionTimeout` names each
+claim found there with the worker's reason (a record the worker could not read, an
+internal error, a fact set aside), which no fact page could say.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import orjson
 
+from claimwatch.client.dead_letters import lookup
 from claimwatch.client.facts import Answer, ClaimRefused, FactPages, WorkerBusy, WorkerUnavailable
 from claimwatch.client.publisher import Publisher, validate
 from claimwatch.core.claim import fact_key
@@ -37,7 +48,10 @@ class DecisionTimeout(TimeoutError):
     """Some facts had no decision covering their claims in time.
 
     `pending` maps each such fact key to the claim ids its current decision does not list;
-    `current` to that decision (None when the fact has none), `decided` the facts that were.
+    `current` to that decision (None when the fact has none), `decided` the facts that were;
+    `dead_lettered` each pending claim id found in the dead-letter topic to the worker's
+    reason (a claim rejected on arrival is there too, and is decided when its fact's
+    window closes).
     """
 
     def __init__(
@@ -46,11 +60,13 @@ class DecisionTimeout(TimeoutError):
         pending: dict[str, list[str]],
         current: dict[str, dict[str, Any] | None],
         decided: dict[str, dict[str, Any]],
+        dead_lettered: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.pending = pending
         self.current = current
         self.decided = decided
+        self.dead_lettered = dead_lettered or {}
 
 
 class Client:
@@ -66,10 +82,11 @@ class Client:
         signing_kid: str | None = None,
         **producer: Any,
     ) -> None:
+        """ValueError when `worker_url` (else CLAIMWATCH_WORKER_URL) is no http(s) URL."""
+        self.pages = FactPages(worker_url)  # a bad URL is refused before a producer is made
         self.publisher = Publisher(
             bootstrap, prefix, signing_key=signing_key, signing_kid=signing_kid, **producer
         )
-        self.pages = FactPages(worker_url)
 
     async def __aenter__(self) -> Client:
         await self.publisher.__aenter__()
@@ -88,10 +105,11 @@ class Client:
         """Publish `claims`; the decision per fact (`subject|field`) that covers them.
 
         Facts come in the order of their first claim. Raises `InvalidClaim` before sending
-        anything when a claim is invalid; once every fact is answered, `ClaimRefused` when
-        the worker dead-lettered some claim (with each reason), `WorkerBusy` when it
-        turned a request away (429), `DecisionTimeout` when some fact is not decided in
-        `timeout` seconds.
+        anything when a claim is invalid, `WorkerUnavailable` (nothing sent) when no worker
+        answers at the URL; once every fact is answered, `ClaimRefused` when the worker
+        dead-lettered some claim (with each reason), `WorkerBusy` when it turned a request
+        away (429), `DecisionTimeout` when some fact is not decided in `timeout` seconds
+        (naming its claims found in the dead-letter topic).
         """
         publisher = self.publisher
         records = [validate(c, publisher.signing_key, publisher.signing_kid) for c in claims]
@@ -102,6 +120,9 @@ class Client:
             ids = facts.setdefault(fact_key(subject, field_name), (subject, field_name, []))[2]
             if sent["claim_id"] not in ids:
                 ids.append(sent["claim_id"])
+        if not self.pages.answered:
+            await self.pages.probe()
+        started_ms = time.time_ns() // 1_000_000
         for record in records:  # validated (and signed) once, above
             await self.publisher.send(*record)
         await self.publisher.flush()
@@ -125,10 +146,19 @@ class Client:
                 current[key] = answer.decision if answer is not None else None
                 reasons.append(f"{key}: {reason}")
         if pending:
-            message = f"no decision within {timeout:g} s for {len(pending)} fact(s); " + "; ".join(
-                reasons
+            letters, unread = await lookup(
+                publisher.bootstrap,
+                publisher.names.dlq,
+                started_ms,
+                {key: set(ids) for key, ids in pending.items()},
             )
-            raise DecisionTimeout(message, pending, current, decided)
+            raise DecisionTimeout(
+                _timeout_message(timeout, reasons, letters, unread),
+                pending,
+                current,
+                decided,
+                letters,
+            )
         return decided
 
     async def _covering(
@@ -184,6 +214,19 @@ async def decide(
     """
     async with Client(worker_url, bootstrap, prefix) as client:
         return await client.decide(claims, timeout=timeout)
+
+
+def _timeout_message(
+    timeout: float, reasons: list[str], letters: Mapping[str, str], unread: str | None
+) -> str:
+    """What `DecisionTimeout` says: each fact's last state, and its dead-lettered claims."""
+    message = f"no decision within {timeout:g} s for {len(reasons)} fact(s); " + "; ".join(reasons)
+    if letters:
+        named = "; ".join(f"claim {claim_id}: {reason}" for claim_id, reason in letters.items())
+        message += f". Dead-lettered by the worker (see `claimwatch dlq`): {named}"
+    elif unread is not None:
+        message += f". The dead-letter topic could not be read ({unread})"
+    return message
 
 
 def _raise_refusals(

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 import orjson
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaConnectionError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -17,6 +18,7 @@ from rich.text import Text
 from claimwatch.core.claim import fact_key
 from claimwatch.core.timeutil import TimestampError, parse_rfc3339
 from claimwatch.wire import kafka
+from claimwatch.wire.topics import broker_unavailable
 
 OUTCOMES: Final = ("resolved", "conflict", "insufficient", "rejected")
 OUTCOME_STYLES: Final = {
@@ -65,7 +67,10 @@ class Filters:
 
 
 class DecisionTail:
-    """Every partition of a decisions topic (or alerts), read committed, repeated ids dropped."""
+    """Every partition of a decisions topic (or alerts), read committed, repeated ids dropped.
+
+    `records` and `to_end` give the raw records of any topic (the dead letters' tail).
+    """
 
     def __init__(
         self,
@@ -74,10 +79,15 @@ class DecisionTail:
         *,
         from_beginning: bool = False,
         id_key: str = "decision_id",
+        since_ms: int | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.from_beginning = from_beginning
+        #: start at the first record of this broker time (ms) or later, when given
+        self.since_ms = since_ms
+        #: each partition's end when the tail started (what `to_end` reads up to)
+        self.ends: dict[TopicPartition, int] = {}
         #: the key of a record's id (repeats of an id are dropped): `alert_id` for alerts
         self.id_key = id_key
         self.repeats = 0
@@ -93,11 +103,16 @@ class DecisionTail:
         await self.stop()
 
     async def start(self) -> None:
-        """Assign every partition and seek to its beginning or its (committed) end."""
+        """Assign every partition and seek to its beginning, `since_ms`, or its end.
+
+        `BrokerUnavailable` when no broker answers; `TopicMissing` when the topic is absent.
+        """
         admin = kafka.admin(self.bootstrap)
-        await admin.start()
         try:  # all topics: asking for this one by name would auto-create it on some brokers
+            await admin.start()
             described = await admin.describe_topics()
+        except KafkaConnectionError:
+            raise broker_unavailable(self.bootstrap) from None
         finally:
             await admin.close()
         partitions = [
@@ -112,10 +127,14 @@ class DecisionTail:
         await consumer.start()
         self._consumer = consumer
         consumer.assign(partitions)
-        if self.from_beginning:
+        self.ends = await consumer.end_offsets(partitions)
+        if self.since_ms is not None:
+            found = await consumer.offsets_for_times({tp: self.since_ms for tp in partitions})
+            offsets = {tp: self.ends[tp] if at is None else at.offset for tp, at in found.items()}
+        elif self.from_beginning:
             offsets = await consumer.beginning_offsets(partitions)
         else:
-            offsets = await consumer.end_offsets(partitions)
+            offsets = self.ends
         for tp, offset in offsets.items():
             consumer.seek(tp, offset)
 
@@ -128,22 +147,46 @@ class DecisionTail:
         self, *, follow: bool, idle_timeout_s: float
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """New decisions as they arrive; without `follow`, until `idle_timeout_s` of silence."""
-        if self._consumer is None:
-            await self.start()
-        assert self._consumer is not None
+        async for messages in self.records(follow=follow, idle_timeout_s=idle_timeout_s):
+            fresh = self._fresh(m.value for m in messages)
+            if fresh:
+                yield fresh
+
+    async def records(
+        self, *, follow: bool, idle_timeout_s: float
+    ) -> AsyncIterator[list[ConsumerRecord[bytes, bytes]]]:
+        """The raw records as they arrive; without `follow`, until `idle_timeout_s` of silence."""
+        consumer = await self._started()
         loop = asyncio.get_running_loop()
         last = loop.time()
         while True:
             wait = 1.0 if follow else max(0.0, min(1.0, last + idle_timeout_s - loop.time()))
-            fetched = await self._consumer.getmany(timeout_ms=int(wait * 1000))
+            fetched = await consumer.getmany(timeout_ms=int(wait * 1000))
             messages = [m for batch in fetched.values() for m in batch]
             if messages:
                 last = loop.time()
-                fresh = self._fresh(m.value for m in messages)
-                if fresh:
-                    yield fresh
+                yield messages
             elif not follow and loop.time() - last >= idle_timeout_s:
                 return
+
+    async def to_end(self) -> AsyncIterator[list[ConsumerRecord[bytes, bytes]]]:
+        """The raw records up to each partition's end as it was when the tail started."""
+        consumer = await self._started()
+        left = {tp for tp, end in self.ends.items() if await consumer.position(tp) < end}
+        while left:
+            fetched = await consumer.getmany(*left, timeout_ms=1000)
+            ends = self.ends
+            messages = [m for tp, batch in fetched.items() for m in batch if m.offset < ends[tp]]
+            if messages:
+                yield messages
+            # an end past the last record (a transaction marker) is reached by the position
+            left = {tp for tp in left if await consumer.position(tp) < self.ends[tp]}
+
+    async def _started(self) -> AIOKafkaConsumer:
+        if self._consumer is None:
+            await self.start()
+        assert self._consumer is not None
+        return self._consumer
 
     def _fresh(self, values: Iterable[bytes | None]) -> list[dict[str, Any]]:
         fresh = []

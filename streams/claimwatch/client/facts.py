@@ -4,9 +4,11 @@
 fact's owner). The answer is an `Answer`: 200 with the decision (covering the ids, when
 given), 404 when the fact has none, 408 when none covered the ids within the wait (with the
 current decision, if any). A worker that cannot be reached or is not ready is a
-`WorkerUnavailable`; a query the worker refuses is a `ValueError` with its reason; a claim
-it dead-lettered (422: it will never be decided) a `ClaimRefused` naming the reason; a
-worker holding as many waiting requests as it takes (429) a `WorkerBusy`.
+`WorkerUnavailable` (`connected` False when no connection could be made at all: nothing
+listening, a name that does not resolve); a query the worker refuses is a `ValueError`
+with its reason; a claim it dead-lettered (422: it will never be decided) a `ClaimRefused`
+naming the reason; a worker holding as many waiting requests as it takes (429) a
+`WorkerBusy`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 
@@ -32,8 +34,58 @@ def env_worker_url() -> str:
     return os.environ.get("CLAIMWATCH_WORKER_URL") or DEFAULT_WORKER_URL
 
 
+def checked_worker_url(url: str | None = None) -> str:
+    """The worker URL to ask (`url`, else `env_worker_url`), without a trailing slash.
+
+    Raises ValueError saying what a valid one looks like when it is not `http(s)://HOST[:PORT]`
+    (a missing scheme, a misspelt one, no host, a port that is no number), so that a
+    misconfiguration is told when the client is made, not as a timeout later.
+    """
+    given = env_worker_url() if url is None else url
+    from_env = url is None and bool(os.environ.get("CLAIMWATCH_WORKER_URL"))
+    where = "CLAIMWATCH_WORKER_URL" if from_env else "worker URL"
+    problem = _url_problem(given)
+    if problem is None:
+        return given.rstrip("/")
+    hint = f"; did you mean http://{given}?" if "://" not in given and given.strip() else ""
+    raise ValueError(
+        f"{where} {given!r} {problem}: a valid one looks like {DEFAULT_WORKER_URL} (the "
+        f"address of a running `claimwatch worker`, its --web-port){hint}"
+    )
+
+
+def _url_problem(url: str) -> str | None:
+    """Why `url` is no worker URL, or None when it is one."""
+    if not url.strip():
+        return "is empty"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is no number raises here
+    except ValueError as exc:
+        return f"cannot be read ({exc})"
+    if "://" not in url:
+        return "has no http:// or https:// scheme"
+    if parts.scheme not in ("http", "https"):
+        return f"has the scheme {parts.scheme!r}, not http or https"
+    if not parts.hostname:
+        return "names no host"
+    if port == 0:
+        return "has port 0"
+    if parts.query or parts.fragment:
+        return "has a query or fragment (give the worker's address only)"
+    return None
+
+
 class WorkerUnavailable(ConnectionError):
-    """No worker answered at the URL, or it is not ready (recovering, owner unknown)."""
+    """No worker answered at the URL, or it is not ready (recovering, owner unknown).
+
+    `connected` is False when no connection could be made at all (connection refused, a
+    host name that does not resolve, a connect timeout): nothing is listening there.
+    """
+
+    def __init__(self, message: str, *, connected: bool = True) -> None:
+        super().__init__(message)
+        self.connected = connected
 
 
 class ClaimRefused(ValueError):
@@ -78,7 +130,13 @@ class FactPages:
     """Ask a worker for decisions; use as `async with FactPages(url) as pages:`."""
 
     def __init__(self, worker_url: str | None = None) -> None:
-        self.url = (worker_url or env_worker_url()).rstrip("/")
+        """Ask `worker_url`, else CLAIMWATCH_WORKER_URL, else the local default.
+
+        ValueError when it is no http(s) URL (see `checked_worker_url`).
+        """
+        self.url = checked_worker_url(worker_url)
+        #: whether a worker has answered at this URL (any HTTP status) since this was made
+        self.answered = False
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> FactPages:
@@ -101,23 +159,53 @@ class FactPages:
 
         The worker waits up to `wait` seconds (at most 30) for such a decision.
         """
-        if self._session is None:
-            raise RuntimeError("FactPages is used outside `async with`")
         wait = max(0.0, min(wait, MAX_WAIT_S))
         params = {"wait": f"{wait:.3f}"}
         if covering is not None:
             params["covering"] = ",".join(covering)
-        url = self.url + fact_path(subject, field_name)
-        timeout = aiohttp.ClientTimeout(total=wait + SLACK_S)
+        status, retry_after, body = await self._get(
+            fact_path(subject, field_name), params, wait + SLACK_S
+        )
+        return _answer(self.url, status, body, list(covering or ()), retry_after)
+
+    async def probe(self) -> None:
+        """Make sure a worker answers at the URL (`GET /health`, any status will do).
+
+        Raises `WorkerUnavailable` when no connection can be made (nothing listening, a
+        host that does not resolve); any other trouble is left to the asks that follow.
+        """
         try:
-            async with self._session.get(url, params=params, timeout=timeout) as response:
-                status = response.status
-                retry_after = response.headers.get("Retry-After")
-                body: Any = await response.json(content_type=None)
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+            await self._get("/health", {}, SLACK_S)
+        except WorkerUnavailable as exc:
+            if not exc.connected:
+                raise
+
+    async def _get(
+        self, path: str, params: dict[str, str], seconds: float
+    ) -> tuple[int, str | None, Any]:
+        """(status, Retry-After, JSON body or None) of one GET of the worker's `path`."""
+        if self._session is None:
+            raise RuntimeError("FactPages is used outside `async with`")
+        timeout = aiohttp.ClientTimeout(total=seconds)
+        try:
+            async with self._session.get(self.url + path, params=params, timeout=timeout) as got:
+                status, retry_after = got.status, got.headers.get("Retry-After")
+                try:
+                    body: Any = await got.json(content_type=None)
+                except ValueError:  # not JSON: a page of something else at that address
+                    body = None
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise WorkerUnavailable(
+                f"no worker at {self.url} ({exc.strerror or exc})."
+                " Start one (`claimwatch worker --policy POLICY`), or point the client at a "
+                "running one (worker_url=, --worker-url, CLAIMWATCH_WORKER_URL)",
+                connected=False,
+            ) from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             reason = str(exc) or type(exc).__name__
             raise WorkerUnavailable(f"no answer from the worker at {self.url}: {reason}") from None
-        return _answer(self.url, status, body, list(covering or ()), retry_after)
+        self.answered = True
+        return status, retry_after, body
 
 
 def _answer(

@@ -12,7 +12,8 @@ from claimwatch.core.signing import signed
 from claimwatch.models.claim import ClaimEnvelope
 from claimwatch.policy.signing_keys import key_problem
 from claimwatch.wire import kafka
-from claimwatch.wire.kafka import env_prefix
+from claimwatch.wire.codec import MAX_CLAIM_BYTES
+from claimwatch.wire.kafka import env_bootstrap, env_prefix
 from claimwatch.wire.topics import TopicNames, require_topics
 
 
@@ -28,6 +29,8 @@ def validate(
     """(key, value) of a claim after validation; signed (HMAC-SHA256) when given a key.
 
     `signing_kid`: the id of the key (the policy's `kid`), written into the claim as `kid`.
+    A claim larger than a worker reads (`MAX_CLAIM_BYTES`, signed) is refused here: the
+    worker would only dead-letter it.
     """
     try:
         model = claim if isinstance(claim, ClaimEnvelope) else ClaimEnvelope.model_validate(claim)
@@ -47,6 +50,11 @@ def validate(
             value = orjson.dumps(signed(orjson.loads(value), signing_key, signing_kid))
         except ValueError as exc:
             raise InvalidClaim(f"claim: cannot be signed: {exc}") from None
+    if len(value) > MAX_CLAIM_BYTES:
+        raise InvalidClaim(
+            f"claim: {len(value)} bytes of JSON exceeds the {MAX_CLAIM_BYTES}-byte limit of a "
+            "claim (a worker would dead-letter it); send a smaller value, or a reference to it"
+        )
     return model.fact_key().encode(), value
 
 
@@ -68,15 +76,19 @@ class Publisher:
             raise ValueError(problem)
         #: when set, every claim is signed with it (the policy's `signing` key of its source)
         self.signing_key = signing_key
-        self._bootstrap = bootstrap
+        #: the broker's address (`bootstrap`, else CLAIMWATCH_BOOTSTRAP, else the local one)
+        self.bootstrap = bootstrap or env_bootstrap()
         #: the id of that key (the policy's `kid`), carried by every claim as `kid`
         self.signing_kid = signing_kid
         self._producer = kafka.producer(bootstrap, linger_ms=5, **producer)
 
     async def __aenter__(self) -> Publisher:
-        """Start sending; `MissingTopic` (nothing is created) when the claims topic is absent."""
+        """Start sending; `MissingTopic` (nothing is created) when the claims topic is absent.
+
+        `BrokerUnavailable` at once when no broker answers at the bootstrap address.
+        """
         try:
-            await require_topics(self._bootstrap, self.names.prefix, [self.names.claims])
+            await require_topics(self.bootstrap, self.names.prefix, [self.names.claims])
         except BaseException:
             await self._producer.stop()  # made but never started: closed all the same
             raise

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
 
 from claimwatch.wire import kafka
 from claimwatch.wire.partitioning import misplaced, partition_for
@@ -28,6 +28,7 @@ from claimwatch.wire.topic_checks import (
 from claimwatch.wire.topic_names import TopicNames, wanted_configs
 
 __all__ = [
+    "BrokerUnavailable",
     "MissingTopic",
     "TopicNames",
     "TopicsRefused",
@@ -43,8 +44,26 @@ class MissingTopic(RuntimeError):
     """A client's topic does not exist: no worker runs with its prefix on that broker."""
 
 
+class BrokerUnavailable(ConnectionError):
+    """No Kafka broker answered at the bootstrap address (nothing listening, unknown host)."""
+
+
+def broker_unavailable(bootstrap: str | None) -> BrokerUnavailable:
+    """The error of a broker that could not be reached, saying what to check.
+
+    aiokafka's own message lists resolved addresses only; its log line has the cause.
+    """
+    where = bootstrap or kafka.env_bootstrap()
+    return BrokerUnavailable(
+        f"no Kafka broker answered at {where}. Start one (`make kafka-up` in a "
+        "clone), or give the address of the running one (--bootstrap, CLAIMWATCH_BOOTSTRAP)"
+    )
+
+
 async def require_topics(bootstrap: str | None, prefix: str, topics: list[str]) -> None:
     """Raise `MissingTopic` unless every one of `topics` exists on the broker.
+
+    `BrokerUnavailable` when no broker answers at `bootstrap`.
 
     Asked with the admin client's metadata request for every topic, which never creates
     one: a producer's metadata request for a missing topic makes the broker auto-create it
@@ -52,9 +71,11 @@ async def require_topics(bootstrap: str | None, prefix: str, topics: list[str]) 
     that topic. Clients ask this before they produce.
     """
     admin = kafka.admin(bootstrap)
-    await admin.start()
     try:
+        await admin.start()
         existing = set(await admin.list_topics())
+    except KafkaConnectionError:
+        raise broker_unavailable(bootstrap) from None
     finally:
         await admin.close()
     missing = [t for t in topics if t not in existing]
@@ -73,11 +94,16 @@ async def ensure_topics(bootstrap: str, names: TopicNames, partitions: int) -> l
     A setting the worker may change (timestamp type, cleanup policy, retention: see
     `check_topics`) is changed, and the returned lines say so; a partition count that
     differs, or a change the broker refuses (no ALTER_CONFIGS permission), raises
-    `TopicsRefused` naming the commands to run. The admin client has the CLAIMWATCH_*
-    security settings, like every client of ours.
+    `TopicsRefused` naming the commands to run; `BrokerUnavailable` when no broker
+    answers. The admin client has the CLAIMWATCH_* security settings, like every client
+    of ours.
     """
     admin = kafka.admin(bootstrap)
-    await admin.start()
+    try:
+        await admin.start()
+    except KafkaConnectionError:
+        await admin.close()
+        raise broker_unavailable(bootstrap) from None
     try:
         existing = set(await admin.list_topics())
         configs = names.configs()

@@ -17,7 +17,13 @@ from faust import Worker
 
 from claimwatch.core.argue.verdicts import VerdictConfig, VerdictLimits
 from claimwatch.policy.loading import load_policy
-from claimwatch.wire.topics import TopicNames, TopicsRefused, ensure_changelogs, ensure_topics
+from claimwatch.wire.topics import (
+    BrokerUnavailable,
+    TopicNames,
+    TopicsRefused,
+    ensure_changelogs,
+    ensure_topics,
+)
 from claimwatch.worker import collector
 from claimwatch.worker.alerts.agents import install_alerts
 from claimwatch.worker.alerts.edge import AlertRuntime
@@ -191,6 +197,9 @@ def run_worker(settings: WorkerSettings) -> None:
     except TopicsRefused as refused:
         print(f"claimwatch: the worker cannot use its topics:\n{refused}", file=sys.stderr)
         raise SystemExit(EXIT_TOPICS_REFUSED) from None
+    except BrokerUnavailable as exc:
+        print(f"claimwatch: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     for line in fixed:
         log.warning("%s", line)
     changelogs = [t.changelog_topic.get_topic_name() for t in wired.pipe.app.tables.values()]

@@ -473,7 +473,7 @@ def test_unreadable_input_and_unreachable_broker(tmp_path: Path) -> None:
         f"claimwatch: {tmp_path / 'missing.jsonl'}: cannot read: No such file or directory\n"
     ).encode() == missing.stderr
     assert (1, b"") == (dead.returncode, dead.stdout)
-    head = b"claimwatch: KafkaConnectionError: Unable to bootstrap from"
+    head = b"claimwatch: no Kafka broker answered at 127.0.0.1:9. Start one"
     assert [head] == [line[: len(head)] for line in dead.stderr.splitlines()]
 
 
