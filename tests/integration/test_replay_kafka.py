@@ -26,7 +26,8 @@ from claimwatch.core.freshness import stale_at
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.policy.loading import load_policy
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import TICK_KEY, Record
+from claimwatch.worker.input_record import Record
+from claimwatch.worker.ticks import TICK_KEY
 
 from tests.support.claims import envelope
 from tests.support.kafka import (

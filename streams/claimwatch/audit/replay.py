@@ -21,7 +21,7 @@ from claimwatch.wire.codec import DecodeError, decode_claim
 from claimwatch.wire.topics import TopicNames, partition_for
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
 from claimwatch.worker.claims.facts import MemoryFacts
-from claimwatch.worker.edge import Record
+from claimwatch.worker.input_record import Record
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ claim-to-decision latency.
 So the worker freezes what exists once it is wired (modules, the app, the policy: all of
 it lives as long as the process), leaves the two young generations to Python (they still
 collect short-lived cycles as they come), and runs the full collection itself, every
-`every_s` seconds, from a timer (`claimwatch.worker.faust_kit.install_full_collection`).
+`every_s` seconds, from a timer (`claimwatch.worker.timers.install_full_collection`).
 
 A one-pass command (`claimwatch resolve`, `replay`) holds what it reads until its end, so
 every full collection walks a growing heap for nothing: `one_pass` turns them off while

@@ -24,7 +24,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from faust.transport.drivers import TRANSPORTS
-from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer, Transport
+from faust.transport.drivers.aiokafka import Transport
+
+from claimwatch.worker.faust_private import ConsumerHooks, ConsumerThreadHooks, set_fetch_limits
 
 #: The broker URL scheme of this transport (`claimwatch-kafka://host:port`).
 SCHEME: Final = "claimwatch-kafka"
@@ -44,24 +46,19 @@ def register() -> None:
     TRANSPORTS.aliases[SCHEME] = f"{__name__}:ShortWaitTransport"
 
 
-class ShortWaitConsumerThread(AIOKafkaConsumerThread):
+class ShortWaitConsumerThread(ConsumerThreadHooks):
     """Faust's consumer thread, its worker consumer fetching with a short broker wait."""
 
-    def _create_worker_consumer(self, transport: Any) -> Any:
-        consumer = super()._create_worker_consumer(transport)
-        # read by aiokafka when the consumer starts and builds its fetcher (Faust passes
-        # a literal for the wait and nothing for the size, so there is no setting to give
-        # them); a test checks the fetcher has both
-        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
-        consumer._fetch_min_bytes = FETCH_MIN_BYTES
-        return consumer
+    def worker_consumer_made(self, consumer: Any) -> None:
+        # Faust passes a literal for the wait and nothing for the size, so there is no
+        # setting to give them; a test checks the fetcher has both
+        set_fetch_limits(consumer, FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES)
 
 
-class ShortWaitConsumer(Consumer):
+class ShortWaitConsumer(ConsumerHooks):
     """Faust's aiokafka consumer over `ShortWaitConsumerThread`."""
 
-    def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
-        return ShortWaitConsumerThread(self, loop=self.loop, beacon=self.beacon)
+    thread_class = ShortWaitConsumerThread
 
 
 class ShortWaitTransport(Transport):

@@ -12,7 +12,7 @@ from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.wire.codec import dumps
 from claimwatch.worker.alerts.edge import FACT_SEP, AlertRuntime
-from claimwatch.worker.edge import tick_value
+from claimwatch.worker.ticks import tick_value
 
 from tests.support.alerts import REPLICA, Entries, Facts, lagging_changes, warm_up
 from tests.support.clocks import SECOND, T0

@@ -14,7 +14,7 @@ from claimwatch.core.argue.verdicts import VerdictConfig, VerdictLimits
 from claimwatch.models.policy import Policy
 from claimwatch.models.verdict import VerdictDecision
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 from claimwatch.worker.verdicts.edge import CLOCK_PREFIX, REQUEST_PREFIX, VerdictsEdge
 
 from tests.support.clocks import SECOND, T0

@@ -28,7 +28,7 @@ from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.wire.codec import dumps, loads
 from claimwatch.wire.topics import partition_for
-from claimwatch.worker.edge import tick_time
+from claimwatch.worker.ticks import tick_time
 
 #: Separated a field from one of its facts in the keys of an earlier version's per-fact
 #: detector records (dropped when the field is loaded).

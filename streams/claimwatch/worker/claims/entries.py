@@ -11,7 +11,7 @@ from typing import Final
 from claimwatch.core.alerts.entry import Entry
 from claimwatch.wire.codec import dumps
 from claimwatch.wire.partitioning import partition_for
-from claimwatch.worker.edge import Outgoing
+from claimwatch.worker.outgoing import Outgoing
 
 #: Most detector entries in one alerts-input record (a record stays far below 1 MB).
 ENTRIES_PER_RECORD: Final = 500

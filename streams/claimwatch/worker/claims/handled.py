@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from claimwatch.core.alerts.entry import Entry
 from claimwatch.core.claim import Claim
 from claimwatch.core.step import Decided, Quarantined
-from claimwatch.worker.edge import Handled
+from claimwatch.worker.outgoing import Handled
 
 
 @dataclass(slots=True)
