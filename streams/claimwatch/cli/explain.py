@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from claimwatch.audit.explain import explain as render
+from claimwatch.audit.recorded import decision_lines, recorded_decisions
 from claimwatch.cli.common import fail
-from claimwatch.cli.replay import decision_lines, recorded_decisions
 from claimwatch.wire.kafka import env_prefix
 from claimwatch.wire.topics import TopicNames
 

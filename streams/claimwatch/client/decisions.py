@@ -94,17 +94,9 @@ class DecisionTail:
 
     async def start(self) -> None:
         """Assign every partition and seek to its beginning or its (committed) end."""
-        admin = kafka.admin(self.bootstrap)
-        await admin.start()
-        try:  # all topics: asking for this one by name would auto-create it on some brokers
-            described = await admin.describe_topics()
-        finally:
-            await admin.close()
         partitions = [
-            TopicPartition(self.topic, p["partition"])
-            for t in described
-            if t["topic"] == self.topic
-            for p in t["partitions"]
+            TopicPartition(self.topic, p)
+            for p in await kafka.topic_partitions(self.bootstrap, self.topic)
         ]
         if not partitions:
             raise TopicMissing(f"topic {self.topic} does not exist (has a worker run with it?)")
