@@ -190,8 +190,8 @@ def run_worker(settings: WorkerSettings) -> None:
     worker.stop_timeout_s = settings.stop_timeout_s
     wired.on_crash_limit(lambda: worker.schedule_shutdown(signal.SIGTERM))
     # Faust's terminal spinner sets the root logger to DEBUG so that it spins on every
-    # record: every aiokafka debug call then builds a LogRecord (about 7 % of a busy
-    # worker's CPU). Without it the root logger keeps the configured level.
+    # record: every aiokafka debug call then builds a LogRecord, a cost on every record.
+    # Without it the root logger keeps the configured level.
     worker.spinner = None
     # what is made so far lives as long as the process: frozen out of every collection
     collector.tune(settings.gc_full_every_s)

@@ -7,7 +7,7 @@ treats the same case as a corrupted task: it wipes the local store and restores 
 changelog. So does this store, for that partition only, with one warning.
 
 A partition this worker takes over is brought up to its changelog's end in bulk first
-(`claimwatch.worker.catchup`), which is many times faster than Faust's per-record recovery; Faust's
+(`claimwatch.worker.catchup`), in batches rather than Faust's record by record; Faust's
 recovery then reads whatever is left (nothing, normally).
 """
 
@@ -151,8 +151,8 @@ class HealingRocksDBStore(RocksDBStoreHooks):
     def revoke_partitions(self, table: Any, tps: Any) -> None:
         """Drop the databases of revoked partitions (dropping the last reference closes one).
 
-        Faust's version also runs a full `gc.collect()` for every table on every rebalance
-        (~0.1-0.2 s each here, seven tables) while no partition is processed.
+        Faust's version also runs a full `gc.collect()` for every table on every rebalance,
+        while no partition is processed.
         """
         for tp in tps:
             if tp.topic in table.changelog_topic.topics:

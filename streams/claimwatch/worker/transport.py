@@ -4,19 +4,18 @@ Faust's driver builds its consumer with `fetch_max_wait_ms=1500`, and aiokafka k
 fetch in flight per broker, leaving out the partitions whose records it still holds. So
 when a worker has just taken a batch of claims, its next fetch may name only partitions
 with nothing new (the idle input topics, the partitions it is still working through), and
-the broker parks that fetch for up to 1.5 s while claims arrive behind it: a paced worker
-that is not busy shows claim-to-decision latencies of one to two seconds. With a 50 ms
+the broker parks that fetch for up to 1.5 s while claims arrive behind it: a worker that
+is not busy would show claim-to-decision latencies of one to two seconds. With a 50 ms
 wait a parked fetch costs at most that (and an idle worker sends about 20 small fetches a
 second).
 
 A fetch also asks the broker for at least 16 KiB (aiokafka's default is one byte): with
-one byte, a worker under steady traffic sent a fetch for every few records, and encoding,
-decoding and handing each one across from Faust's consumer thread took a third of its CPU.
-The broker now answers when 16 KiB have come, or after the 50 ms wait: a worker at 1,000
-claims/s (settle 0) used 0.54 of a core instead of 0.87, at 100/s 0.15 instead of 0.35,
-for a median claim-to-decision 20-30 ms longer (`make bench` reports the latencies). A
-backlog fills 16 KiB at once. The worker and the benchmark's Faust floor name this
-transport's scheme.
+one byte, a worker under steady traffic sends a fetch for every few records, and
+encoding, decoding and handing each one across from Faust's consumer thread takes much
+of its CPU. The broker answers when 16 KiB have come, or after the 50 ms wait: less CPU
+a claim, for a claim-to-decision latency a little longer (`make bench` reports both;
+figures: docs/performance.md). A backlog fills 16 KiB at once. The worker and the
+benchmark's Faust floor name this transport's scheme.
 """
 
 from __future__ import annotations
