@@ -12,8 +12,9 @@ The private uses, and why each is needed:
   table write goes to the changelog partition of the record being handled.
 - `aiokafka` consumer `_committed_offset` (through Faust's consumer): the last committed
   offset of a partition, for the consumer-lag gauge; Faust has no public reader of it.
-- `faust` Producer `_ensure_producer()`: the aiokafka producer behind Faust's, whose
-  client's metadata request is the broker probe of /health.
+- `faust` Producer `_ensure_producer()`: the aiokafka producer behind Faust's, and its
+  `client.fetch_all_metadata()` (aiokafka's client, which it does not document): a
+  metadata request is the broker probe of /health.
 - `faust` consumer `_thread._ensure_consumer()._coordinator._group_instance_id`: dropped
   before a clean stop, so that a statically-member consumer sends LeaveGroup and the
   other workers take over its partitions at once (aiokafka has no setting for it).
@@ -82,6 +83,11 @@ def committed_offset(consumer: Any, tp: Any) -> int | None:
 def kafka_producer(app: Any) -> Any:
     """The aiokafka producer behind the app's Faust producer (made when first asked)."""
     return app.producer._ensure_producer()
+
+
+async def metadata_request(producer: Any) -> Any:
+    """The whole cluster's metadata, asked through an aiokafka producer's client."""
+    return await producer.client.fetch_all_metadata()
 
 
 def leave_group_on_stop(app: Any) -> None:
@@ -175,19 +181,19 @@ class RocksDBStoreHooks(RocksDBStore):
 # ------------------------------------------------------------------------- producer buffer
 
 #: What a refusal is handed to: (topic, key, value, partition, exception).
-Refused = Callable[[str, bytes | None, bytes | None, int | None, Exception], Awaitable[None]]
+RefusalHandler = Callable[[str, bytes | None, bytes | None, int | None, Exception], Awaitable[None]]
 
 #: The refusal handler of each app that set one (weak: a test's apps come and go).
-_REFUSAL_HANDLERS: weakref.WeakKeyDictionary[Any, Refused] = weakref.WeakKeyDictionary()
+_REFUSAL_HANDLERS: weakref.WeakKeyDictionary[Any, RefusalHandler] = weakref.WeakKeyDictionary()
 _ORIGINAL_SEND_PENDING = ProducerBuffer._send_pending
 
 
-def on_buffer_refusal(app: Any, handler: Refused) -> None:
+def on_buffer_refusal(app: Any, handler: RefusalHandler) -> None:
     """Hand what the app's producer buffer fails to send to `handler`, instead of crashing."""
     _REFUSAL_HANDLERS[app] = handler
 
 
-def refusal_handler(app: Any) -> Refused | None:
+def refusal_handler(app: Any) -> RefusalHandler | None:
     """The refusal handler an app set, if any."""
     try:
         return _REFUSAL_HANDLERS.get(app)

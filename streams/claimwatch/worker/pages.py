@@ -22,7 +22,7 @@ from faust.web import View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from claimwatch.worker.app import Pipeline
-from claimwatch.worker.faust_private import committed_offset, kafka_producer
+from claimwatch.worker.faust_private import committed_offset, kafka_producer, metadata_request
 from claimwatch.worker.liveness import BrokerWatch, CrashBudget, health_reasons
 from claimwatch.worker.loop import running_loop
 from claimwatch.worker.metrics import Metrics
@@ -105,7 +105,7 @@ async def probe_broker(app: Any, broker: BrokerWatch) -> None:
     """Ask the broker for its metadata; note when it answers."""
     producer = kafka_producer(app)
     try:
-        await asyncio.wait_for(producer.client.fetch_all_metadata(), PROBE_TIMEOUT_S)
+        await asyncio.wait_for(metadata_request(producer), PROBE_TIMEOUT_S)
     except Exception as exc:  # any failure means: no answer this time
         log.debug("broker probe failed: %r", exc)
         return
