@@ -35,11 +35,12 @@ from typing import Any
 import faust
 from claimwatch.wire.kafka import env_bootstrap
 from claimwatch.worker.app import raw_table, raw_topic
+from claimwatch.worker.batching import batched_events
 from claimwatch.worker.changelog import Delivery, DirectTable
-from claimwatch.worker.faust_kit import batched_events, install_store_flush
 from claimwatch.worker.loop import DEFAULT_LOOP, install_loop
 from claimwatch.worker.settings import DEFAULT_STORE
 from claimwatch.worker.store import FLUSH_EVERY_S, register, store_url
+from claimwatch.worker.timers import install_store_flush
 from claimwatch.worker.transport import broker_url
 from claimwatch.worker.transport import register as register_transport
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.kafka import env_bootstrap, topic_partitions
 from claimwatch.wire.topics import TopicNames
 
 from bench.tree_memory import TreePeak
@@ -69,8 +69,8 @@ async def _plain_read(topic: str) -> tuple[int, int]:
     )
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        partitions = await topic_partitions(env_bootstrap(), topic)
+        tps = [TopicPartition(topic, p) for p in partitions]
         end = await consumer.end_offsets(tps)
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)

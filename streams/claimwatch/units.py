@@ -68,8 +68,8 @@ def _parse(unit: str) -> Any:
 
 #: What pint said in earlier processes, as the edge gives it (`know`): the units it parses,
 #: and the scale and offset from one unit to another. Looked up before pint is asked, so a
-#: process whose policy and claims use only such units never imports pint (0.06 s) nor
-#: builds its registry (0.03 s). Only successes are kept: a refusal always asks pint.
+#: process whose policy and claims use only such units never imports pint nor builds
+#: its registry. Only successes are kept: a refusal always asks pint.
 _known_units: set[str] = set()
 _known_scales: dict[tuple[str, str], tuple[float, float]] = {}
 

@@ -157,6 +157,6 @@ async def test_hostile_corpus_through_a_live_worker_is_accounted_for_exactly(
         for line in text.splitlines()
         if line.startswith('claimwatch_stream_events_total{event="bad_tick"}')
     )
-    assert bad_ticks == counted  # the worker's own ticks are never counted (edge.tick_at)
+    assert bad_ticks == counted  # the worker's own ticks are never counted (ticks.tick_at)
     assert "Crashed" not in worker.log
     assert "Traceback" not in worker.log

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from claimwatch.audit.replay import topic_range
+from claimwatch.audit.replay_topic import fixed_range
 from claimwatch.audit.replay_topic_parallel import PARALLEL_FROM_RECORDS, wants_parallel
 from claimwatch.wire import kafka
 from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
@@ -48,8 +48,7 @@ async def _is_shared_out(bootstrap: str, topic: str) -> bool:
     consumer = kafka.consumer(bootstrap)
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
-        return wants_parallel(await topic_range(consumer, topic, None, None), 2)
+        return wants_parallel(await fixed_range(consumer, bootstrap, topic, None, None), 2)
     finally:
         await consumer.stop()
 

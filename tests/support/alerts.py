@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from claimwatch.core.alerts import Alert, LagState, ReplicaLag
-from claimwatch.core.alerts.entry import Entry, entry_of
+from claimwatch.core.alerts.entry import DetectorEntry, entry_of
 from claimwatch.core.alerts.lag_state import FactTrack
 from claimwatch.core.claim import Claim, fact_key
 from claimwatch.core.policy import CompiledPolicy
@@ -49,7 +49,7 @@ class Entries:
         self.tracks: dict[str, FactTrack] = {}
         self.outcomes: dict[str, str] = {}
 
-    def of(self, decision: dict[str, Any], now: int) -> Entry:
+    def of(self, decision: dict[str, Any], now: int) -> DetectorEntry:
         """The entry of a fact's next decision, made at clock time `now`."""
         key = fact_key(decision["subject"], decision["field"])
         previous = self.outcomes.get(key)

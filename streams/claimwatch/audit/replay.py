@@ -21,7 +21,7 @@ from claimwatch.wire.codec import DecodeError, decode_claim
 from claimwatch.wire.topics import TopicNames, partition_for
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
 from claimwatch.worker.claims.facts import MemoryFacts
-from claimwatch.worker.edge import Record
+from claimwatch.worker.input_record import Record
 
 
 @dataclass(slots=True)
@@ -190,10 +190,14 @@ class TopicRange:
 
 
 async def topic_range(
-    consumer: Any, topic: str, since_ms: int | None, until_ms: int | None
+    consumer: Any,
+    topic: str,
+    partitions: Iterable[int],
+    since_ms: int | None,
+    until_ms: int | None,
 ) -> TopicRange:
-    """Offsets for a time range (offsets-for-times), or the whole topic."""
-    partitions = sorted(consumer.partitions_for_topic(topic) or ())
+    """Offsets of `partitions` for a time range (offsets-for-times), or the whole topic."""
+    partitions = sorted(partitions)
     if not partitions:
         raise RuntimeError(f"topic {topic} does not exist or has no partitions")
     tps = [TopicPartition(topic, p) for p in partitions]

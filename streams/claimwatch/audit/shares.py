@@ -71,8 +71,8 @@ def kept_to_the_end(value: Any) -> None:
     """Keep `value` alive until this forked process is stopped, instead of freeing it.
 
     A part's batch or replayer holds every claim it read; freed object by object when the
-    part returns, it delayed the part's result by about 0.07 s (100,000 claims), and the
-    pool stops the process right after the result anyway (its memory goes back whole).
+    part returns, it would delay the part's result, and the pool stops the process right
+    after the result anyway (its memory goes back whole).
     """
     _KEPT.append(value)
 

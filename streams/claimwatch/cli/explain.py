@@ -10,8 +10,8 @@ import typer
 from aiokafka.errors import KafkaConnectionError
 
 from claimwatch.audit.explain import explain as render
+from claimwatch.audit.recorded import decision_lines, recorded_decisions
 from claimwatch.cli.common import BootstrapOption, PrefixOption, fail
-from claimwatch.cli.replay import decision_lines, recorded_decisions
 from claimwatch.cli.topics import prefix_or_env, topic_named
 from claimwatch.wire.topics import TopicNames, broker_unavailable
 

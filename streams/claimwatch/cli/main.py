@@ -24,7 +24,7 @@ COMMANDS: Final = {
     "decisions": ("decisions", "decisions"),
     "simulate": ("simulate", "simulate"),
     "argue": ("argue", "argue"),
-    "replay": ("replay_command", "replay"),
+    "replay": ("replay", "replay"),
     "explain": ("explain", "explain"),
     "merge": ("merge", "merge_files"),
     "ask": ("ask", "ask"),

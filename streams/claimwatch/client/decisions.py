@@ -107,20 +107,11 @@ class DecisionTail:
 
         `BrokerUnavailable` when no broker answers; `TopicMissing` when the topic is absent.
         """
-        admin = kafka.admin(self.bootstrap)
-        try:  # all topics: asking for this one by name would auto-create it on some brokers
-            await admin.start()
-            described = await admin.describe_topics()
+        try:
+            found = await kafka.topic_partitions(self.bootstrap, self.topic)
         except KafkaConnectionError:
             raise broker_unavailable(self.bootstrap) from None
-        finally:
-            await admin.close()
-        partitions = [
-            TopicPartition(self.topic, p["partition"])
-            for t in described
-            if t["topic"] == self.topic
-            for p in t["partitions"]
-        ]
+        partitions = [TopicPartition(self.topic, p) for p in found]
         if not partitions:
             raise TopicMissing(f"topic {self.topic} does not exist (has a worker run with it?)")
         consumer = kafka.consumer(self.bootstrap)

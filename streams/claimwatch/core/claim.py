@@ -14,7 +14,7 @@ from claimwatch.core.timeutil import TimestampError, parse_rfc3339
 from claimwatch.models.statuses import EVIDENCE_STATUSES
 
 if TYPE_CHECKING:  # (they import this module)
-    from claimwatch.core.contract import Verdict
+    from claimwatch.core.contract import ContractCheck
     from claimwatch.core.policy import FieldRule
     from claimwatch.models.policy import Authority
 
@@ -54,8 +54,8 @@ class Claim:
     (for example, too far ahead of the partition clock): it then stays rejected.
 
     A claim is never changed once built (`dataclasses.replace` makes a changed copy). It is
-    not declared frozen because every claim read pays for that: a frozen dataclass sets
-    each field through `object.__setattr__`, about 2.5 µs more per claim.
+    not declared frozen because every claim read would pay for that: a frozen dataclass
+    sets each field through `object.__setattr__`.
     """
 
     claim_id: str
@@ -121,7 +121,7 @@ class ClaimMemo:
 
     stored: Any = None
     rule: FieldRule | None = None
-    verdict: Verdict | None = None
+    verdict: ContractCheck | None = None
     record: tuple[Authority, str, dict[str, Any]] | None = None
     tag: str | None = None
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from claimwatch.core.claim import Claim, fact_key, memo_of
-from claimwatch.core.entry import Entry
+from claimwatch.core.entry import ClaimEntry
 from claimwatch.core.limits import clip, fit_for_json
 from claimwatch.core.normalize import ABSENT
 from claimwatch.core.policy import FieldRule
@@ -61,7 +61,7 @@ def action_for(
     return "escalate" if rule.consequential else "degrade"
 
 
-def claim_record(entry: Entry, keep: bool = False) -> dict[str, Any]:
+def claim_record(entry: ClaimEntry, keep: bool = False) -> dict[str, Any]:
     """The envelope of a claim as sent, plus authority, lineage and disposition.
 
     `keep`: the part up to the lineage is kept in the claim's memo and copied for the next
@@ -87,7 +87,7 @@ def claim_record(entry: Entry, keep: bool = False) -> dict[str, Any]:
     return record
 
 
-def _claim_part(entry: Entry) -> dict[str, Any]:
+def _claim_part(entry: ClaimEntry) -> dict[str, Any]:
     """A claim's record up to its lineage: the envelope, claimed authority, authority."""
     envelope = entry.claim.envelope
     record: dict[str, Any] = {k: envelope[k] for k in _record_keys(envelope)}
@@ -124,7 +124,7 @@ def _record_keys(envelope: Mapping[str, Any]) -> tuple[str, ...]:
     return keys
 
 
-def alternative(entry: Entry, rule: FieldRule) -> dict[str, Any]:
+def alternative(entry: ClaimEntry, rule: FieldRule) -> dict[str, Any]:
     """A competing value, as sent and as compared, with its source and time."""
     absent = entry.canon is ABSENT
     return {
@@ -137,7 +137,7 @@ def alternative(entry: Entry, rule: FieldRule) -> dict[str, Any]:
     }
 
 
-def claim_order(entry: Entry) -> tuple[int, str]:
+def claim_order(entry: ClaimEntry) -> tuple[int, str]:
     """Records list claims oldest first, ties by claim_id."""
     return (entry.observed_us, entry.claim_id)
 

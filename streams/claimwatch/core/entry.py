@@ -10,7 +10,7 @@ from claimwatch.models.policy import Authority
 
 
 @dataclass(slots=True)
-class Entry:
+class ClaimEntry:
     """A claim with its class, lineage, normalized value and (once decided) disposition."""
 
     claim: Claim
@@ -33,14 +33,14 @@ class Entry:
         return self.claim.claim_id
 
 
-def by_strength(entries: list[Entry]) -> list[Entry]:
+def by_strength(entries: list[ClaimEntry]) -> list[ClaimEntry]:
     """Strongest first: highest class, then newest, ties by the smaller claim_id."""
     ordered = sorted(entries, key=lambda e: e.claim_id)
     ordered.sort(key=lambda e: (e.rank, e.observed_us), reverse=True)
     return ordered
 
 
-def by_recency(entries: list[Entry]) -> list[Entry]:
+def by_recency(entries: list[ClaimEntry]) -> list[ClaimEntry]:
     """Newest first, ties by the smaller claim_id."""
     ordered = sorted(entries, key=lambda e: e.claim_id)
     ordered.sort(key=lambda e: e.observed_us, reverse=True)

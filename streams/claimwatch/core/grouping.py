@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from itertools import combinations
 
-from claimwatch.core.entry import Entry, by_strength
+from claimwatch.core.entry import ClaimEntry, by_strength
 
 
 def merge_near_duplicates(
-    entries: list[Entry], duplicate: Callable[[Hashable, Hashable], bool]
+    entries: list[ClaimEntry], duplicate: Callable[[Hashable, Hashable], bool]
 ) -> None:
     """Give each connected component of near-duplicates one lineage: its strongest claim's.
 
@@ -34,7 +34,7 @@ def merge_near_duplicates(
     for i, j in combinations(texts, 2):
         if find(i) != find(j) and duplicate(entries[i].canon, entries[j].canon):
             parent[find(i)] = find(j)
-    components: dict[int, list[Entry]] = {}
+    components: dict[int, list[ClaimEntry]] = {}
     for i, entry in enumerate(entries):
         components.setdefault(find(i), []).append(entry)
     for members in components.values():

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from claimwatch.core.claim import Claim
-from claimwatch.core.entry import Entry, by_strength
+from claimwatch.core.entry import ClaimEntry, by_strength
 from claimwatch.core.grouping import merge_near_duplicates
 from claimwatch.core.normalize import Normalizer
 from claimwatch.core.policy import CompiledPolicy, FieldRule
 
 
-def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
+def collapse(fresh: list[ClaimEntry], normalizer: Normalizer) -> list[ClaimEntry]:
     """Return one representative per lineage; mark the others `same_lineage` or `outranked`.
 
     The representative is the highest class, then the newest (ties by claim_id), so a newer
@@ -17,7 +17,7 @@ def collapse(fresh: list[Entry], normalizer: Normalizer) -> list[Entry]:
     """
     if normalizer.groups_duplicates:
         merge_near_duplicates(fresh, normalizer.duplicate)  # near-duplicates are one lineage
-    groups: dict[str, list[Entry]] = {}
+    groups: dict[str, list[ClaimEntry]] = {}
     for entry in fresh:
         groups.setdefault(entry.lineage, []).append(entry)
     representatives = []

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from claimwatch.core.entry import Entry, by_recency
+from claimwatch.core.entry import ClaimEntry, by_recency
 from claimwatch.core.limits import clip
 from claimwatch.core.normalize import ABSENT
 from claimwatch.core.policy import FieldRule, is_owner
@@ -28,8 +28,8 @@ class Precedence:
     """
 
     outcome: str
-    winner: Entry | None
-    strongest: list[Entry]
+    winner: ClaimEntry | None
+    strongest: list[ClaimEntry]
     conflict_kind: str | None = None
     settled_by: OnConflict | None = None
     complementary: bool = False  # text: several non-conflicting passages, all listed
@@ -43,7 +43,7 @@ class Precedence:
         )
 
 
-def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
+def decide(representatives: list[ClaimEntry], rule: FieldRule) -> Precedence:
     """Pick the outcome and mark every representative's disposition."""
     top = max(e.rank for e in representatives)
     strongest = by_recency([e for e in representatives if e.rank == top])
@@ -57,7 +57,7 @@ def decide(representatives: list[Entry], rule: FieldRule) -> Precedence:
     return verdict
 
 
-def _disagreement(strongest: list[Entry], rule: FieldRule) -> Precedence:
+def _disagreement(strongest: list[ClaimEntry], rule: FieldRule) -> Precedence:
     absent = [e.canon is ABSENT for e in strongest]
     if any(absent) and not all(absent):
         return Precedence("conflict", None, strongest, conflict_kind="existence")
@@ -71,7 +71,7 @@ def _disagreement(strongest: list[Entry], rule: FieldRule) -> Precedence:
     return Precedence("conflict", None, strongest, conflict_kind="value")
 
 
-def _mark(representatives: list[Entry], verdict: Precedence, rule: FieldRule) -> None:
+def _mark(representatives: list[ClaimEntry], verdict: Precedence, rule: FieldRule) -> None:
     winner = verdict.winner
     if winner is None:
         top = verdict.strongest[0].rank

@@ -17,7 +17,7 @@ from claimwatch.core.decision import (
     claim_record,
     decision_id,
 )
-from claimwatch.core.entry import Entry, by_recency
+from claimwatch.core.entry import ClaimEntry, by_recency
 from claimwatch.core.freshness import is_stale
 from claimwatch.core.lineage import collapse
 from claimwatch.core.normalize import ABSENT
@@ -47,7 +47,7 @@ def resolve_entries(
     now_us: int,
     memo: bool = False,
     distinct: bool = False,
-) -> tuple[dict[str, Any], list[Entry]]:
+) -> tuple[dict[str, Any], list[ClaimEntry]]:
     """`resolve`, with the entries the record was made of, in the order of its `claims`.
 
     `memo`: the claims' contract checks keep what they can in each claim's memo (see
@@ -65,7 +65,7 @@ def resolve_entries(
     for claim in unique:
         view = policy.source_view(claim.field, claim.source)
         lineage = claim.lineage_label or view.lineage
-        entry = Entry(claim, view.authority, view.rank, lineage, view.registered)
+        entry = ClaimEntry(claim, view.authority, view.rank, lineage, view.registered)
         checked = check(claim, rule, now_us, memo)
         if checked.error is not None:
             entry.disposition, entry.error = "rejected", checked.error
@@ -99,7 +99,7 @@ def resolve_entries(
 
 def _record(
     first: Claim,
-    entries: list[Entry],
+    entries: list[ClaimEntry],
     verdict: Precedence | None,
     outcome: str,
     policy: CompiledPolicy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from claimwatch.core.alerts.entry import Entry
+from claimwatch.core.alerts.entry import DetectorEntry
 from claimwatch.core.claim import Claim
 
 
@@ -22,7 +22,7 @@ class Decided:
     #: re-sent after a restart because its first sending may not have reached the log
     again: bool = False
     #: what the detectors need of it (made when the processor feeds detectors)
-    alert: Entry | None = None
+    alert: DetectorEntry | None = None
 
     @property
     def conflict_event(self) -> str | None:

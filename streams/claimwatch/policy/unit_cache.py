@@ -1,7 +1,7 @@
-"""pint's parsed unit definitions cached on disk, so a process builds its registry in 0.04 s.
+"""pint's parsed unit definitions cached on disk, so a process reads its registry back.
 
-Building pint's default registry parses its definitions file: about 0.3 s at every start
-of a command whose policy has a quantity field. pint can keep what it parsed in a cache
+Building pint's default registry parses its definitions file, at every start of a
+command whose policy has a quantity field. pint can keep what it parsed in a cache
 folder and read it back, but it writes that folder file by file, in place: a process
 starting meanwhile could read a half-written file. So the cache lives in a folder of its
 own per pint and Python version (pint's definitions and pickles differ between them),
@@ -32,7 +32,7 @@ import orjson
 
 from claimwatch import units
 
-# pint (0.2 s to import) and platformdirs are imported where a registry is built: a policy
+# pint (slow to import) and platformdirs are imported where a registry is built: a policy
 # without a quantity field never builds one, and its commands start without them.
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ def cached_registry() -> Any:
 def _first(folder: Path) -> Any:
     """Fill a private cache folder, move it into place whole, then read the registry from it.
 
-    The registry is read from the folder in place (0.04 s more) rather than kept from the
-    private one, which is gone by then.
+    The registry is read from the folder in place rather than kept from the private one,
+    which is gone by then.
     """
     import pint
 

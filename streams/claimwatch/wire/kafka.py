@@ -82,3 +82,18 @@ def consumer(bootstrap: str | None = None, **options: Any) -> AIOKafkaConsumer:
 def admin(bootstrap: str | None = None) -> AIOKafkaAdminClient:
     """An admin client of the deployment's broker (with the CLAIMWATCH_* security settings)."""
     return AIOKafkaAdminClient(bootstrap_servers=bootstrap or env_bootstrap(), **client_security())
+
+
+async def topic_partitions(bootstrap: str | None, topic: str) -> list[int]:
+    """The partitions of `topic`, asked of the broker; empty when the topic does not exist.
+
+    Every topic is described: asking for this one by name would auto-create it on some
+    brokers.
+    """
+    client = admin(bootstrap)
+    await client.start()
+    try:
+        described = await client.describe_topics()
+    finally:
+        await client.close()
+    return sorted(p["partition"] for t in described if t["topic"] == topic for p in t["partitions"])

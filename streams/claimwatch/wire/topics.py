@@ -150,8 +150,8 @@ async def ensure_changelogs(bootstrap: str, topics: list[str], partitions: int) 
     """Create the tables' changelog topics that are missing (compacted, `partitions` each).
 
     Faust creates them itself once it runs, but a table written before its producer has
-    the new topic's metadata raises PartitionsMismatch ("has 0 partitions"): a worker's
-    first requests after a fresh start failed so. Made here, before Faust starts, they are
+    the new topic's metadata raises PartitionsMismatch ("has 0 partitions"), failing a
+    worker's first requests after a fresh start. Made here, before Faust starts, they are
     there from the first record on.
     """
     admin = kafka.admin(bootstrap)

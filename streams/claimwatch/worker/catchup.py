@@ -1,9 +1,9 @@
 """Bulk changelog catch-up: read a table partition's missing changelog tail in batches.
 
-Faust restores a table through its stream machinery, one event at a time (measured here:
-~280 µs a record on an idle core, over 600 µs when the machine is busy; our own code is
-~4 % of that). A worker that takes over partitions must read the changelog tail that
-another worker wrote meanwhile, and that per-record cost is most of its pause. This module
+Faust restores a table through its stream machinery, one event at a time, at a cost per
+record far above what the store's own write takes. A worker that takes over partitions
+must read the changelog tail that another worker wrote meanwhile, and that per-record
+cost is most of its pause (figures: docs/performance.md). This module
 reads the same records with a plain consumer, `getmany` batches of thousands, and hands
 them to the store, which writes each batch with its offset in one atomic write. Faust's
 recovery then starts from the offset reached and finds nothing (or only the rest) to read.

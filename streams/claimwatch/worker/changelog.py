@@ -1,10 +1,9 @@
 """Table writes straight to the store, their changelog records sent by the agent itself.
 
 Faust writes a table's changelog through a per-record buffer (`Table.__setitem__` →
-`send_soon` → `ProducerBuffer` → a task that publishes): measured in `make bench`, a Faust
-passthrough that writes two outputs through tables runs at a third of one that writes
-them directly (`faust_floor_tables` vs `faust_floor_direct_tables`). `DirectTable` keeps
-what makes the buffer safe and drops the rest:
+`send_soon` → `ProducerBuffer` → a task that publishes), whose cost per record `make
+bench` shows (`faust_floor_tables` against `faust_floor_direct_tables`; figures:
+docs/performance.md). `DirectTable` keeps what makes the buffer safe and drops the rest:
 
 - the store is written at once, as Faust does (reads see the new value);
 - the change is queued, and `send_changes` hands it to the producer before the agent

@@ -2,21 +2,19 @@
 
 A worker's live state is many small containers that live long: fact states, their claims,
 the envelopes. Python collects its oldest generation whenever a quarter of it has been
-promoted since the last time, and that collection walks every tracked object. Measured on
-the claims runtime alone (100,000 claims over 10,000 facts, settle 0): nine of them took
-1.7 s, the last 0.4 s each, and found nothing to free (the fact states hold no reference
-cycles). In the worker such a pause stalls every partition at once: it was the p99
-claim-to-decision latency.
+promoted since the last time, and that collection walks every tracked object, while it
+finds nothing to free (the fact states hold no reference cycles). In the worker such a
+pause stalls every partition at once, and sets the slowest claim-to-decision latencies
+(figures: docs/performance.md).
 
 So the worker freezes what exists once it is wired (modules, the app, the policy: all of
 it lives as long as the process), leaves the two young generations to Python (they still
 collect short-lived cycles as they come), and runs the full collection itself, every
-`every_s` seconds, from a timer (`claimwatch.worker.faust_kit.install_full_collection`).
+`every_s` seconds, from a timer (`claimwatch.worker.timers.install_full_collection`).
 
 A one-pass command (`claimwatch resolve`, `replay`) holds what it reads until its end, so
 every full collection walks a growing heap for nothing: `one_pass` turns them off while
-the command runs (measured on a 200,000-claim resolve: reading the file 4.3-4.4 s with
-them, 2.3-3.3 s without). The offline resolve and the replay of a file make no reference
+the command runs. The offline resolve and the replay of a file make no reference
 cycles at all, so they run with no collection (`no_collection`); a replay of a topic reads
 it through asyncio, whose futures and callbacks do make cycles, and keeps the young
 collections (as does what a file replay does after deciding: sending to a topic).
@@ -86,10 +84,8 @@ def no_collection() -> Iterator[None]:
     For a command whose work makes no reference cycles, so that every collection finds
     nothing and only walks what the command holds: the offline resolve and the replay of a
     file (their reading and deciding leave no cyclic garbage, on good lines or refused
-    ones; tests hold them to that). The young collections cost a 200,000-claim resolve
-    about 6 %, and the one-process replay of 200,000 claims about 10 % (6.72 s against
-    6.06 s, three runs each in turns). The collector is put back as it was when the block
-    ends.
+    ones; tests hold them to that), and the young collections would only add to their
+    time. The collector is put back as it was when the block ends.
     """
     enabled = gc.isenabled()
     gc.disable()

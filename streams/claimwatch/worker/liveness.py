@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from claimwatch.worker.faust_private import agent_actors
+
 Clock = Callable[[], float]
 
 
@@ -79,7 +81,7 @@ def agent_problems(agents: Iterable[Any]) -> list[str]:
         elif agent.should_stop or not agent.started:
             reasons.append(f"agent {name} is not running")
         else:
-            actors = list(agent._actors)
+            actors = agent_actors(agent)
             if not actors or any(actor.crashed or actor.should_stop for actor in actors):
                 reasons.append(f"agent {name} is not running (actor stopped or crashed)")
     return reasons

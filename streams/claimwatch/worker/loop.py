@@ -1,9 +1,9 @@
 """The worker's event loop: uvloop unless told otherwise (`--loop`, `CLAIMWATCH_LOOP`).
 
-uvloop runs the same asyncio programs on libuv. Measured here (`CLAIMWATCH_BENCH=loop make
-bench`, and paced runs at 1,500 claims/s): the worker spends about 6 % less CPU a claim on
-it. `asyncio` keeps Python's own loop; a platform without uvloop (Windows) falls back to it
-with a warning.
+uvloop runs the same asyncio programs on libuv, and the worker spends less CPU a claim
+on it (`CLAIMWATCH_BENCH=loop make bench`; figures: docs/performance.md). `asyncio`
+keeps Python's own loop; a platform without uvloop (Windows) falls back to it with a
+warning.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from faust.web import View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from claimwatch.worker.app import Pipeline
+from claimwatch.worker.faust_private import committed_offset, kafka_producer, metadata_request
 from claimwatch.worker.liveness import BrokerWatch, CrashBudget, health_reasons
 from claimwatch.worker.loop import running_loop
 from claimwatch.worker.metrics import Metrics
@@ -94,7 +95,7 @@ async def observe_lag(app: Any, metrics: Metrics) -> None:
         end = ends.get(tp)
         if end is None:
             continue
-        committed = consumer._committed_offset.get(tp)
+        committed = committed_offset(consumer, tp)
         metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(
             max(0, int(end) - int(committed or 0))
         )
@@ -102,9 +103,9 @@ async def observe_lag(app: Any, metrics: Metrics) -> None:
 
 async def probe_broker(app: Any, broker: BrokerWatch) -> None:
     """Ask the broker for its metadata; note when it answers."""
-    producer = app.producer._ensure_producer()
+    producer = kafka_producer(app)
     try:
-        await asyncio.wait_for(producer.client.fetch_all_metadata(), PROBE_TIMEOUT_S)
+        await asyncio.wait_for(metadata_request(producer), PROBE_TIMEOUT_S)
     except Exception as exc:  # any failure means: no answer this time
         log.debug("broker probe failed: %r", exc)
         return

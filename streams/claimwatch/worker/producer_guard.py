@@ -7,17 +7,8 @@ aiokafka's MessageSizeTooLargeError, wrapped in Faust's ProducerSendError), the 
 ends that task outside every agent; mode then crashes the buffer, the producer and the
 app, and the worker exits — and after a restart the same input does it again.
 
-This is the one module that touches these private Faust APIs, each named here:
-
-- `faust.transport.producer.ProducerBuffer._send_pending(fut)`: the coroutine the buffer
-  task awaits for each buffered record. It is replaced, on the class, by a guard that
-  catches what it raises for an app that installed a guard (`install_producer_guard`);
-  for any other app it raises as before. (The task binds the method when it starts, so
-  it must be replaced before the producer starts: at import of this module.)
-- `faust.types.tuples.FutureMessage` (`fut.message.channel`, `.key`, `.value`,
-  `.partition`): what names the refused record; `fut` is failed with the exception (and
-  the exception marked retrieved), so whoever awaits it learns of the refusal.
-- `ProducerBuffer.app`: the app a buffer belongs to (set by Faust's Producer).
+The guard is handed each refusal through `claimwatch.worker.faust_private`
+(`on_buffer_refusal`), the one module that touches the buffer's private API.
 
 What a refusal does: an error log line (topic, partition, key, size, reason), one more
 `claimwatch_producer_errors_total{topic}`, and a note on the dead-letter topic (the record
@@ -37,11 +28,11 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Final
 
-from faust.transport.producer import ProducerBuffer
-
 from claimwatch.wire.topics import TopicNames
-from claimwatch.worker.edge import Outgoing, dead_letter
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.faust_private import on_buffer_refusal
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.outgoing import Outgoing
 from claimwatch.worker.settings import DEFAULT_PRODUCER_MAX_REQUEST_BYTES
 
 log = logging.getLogger(__name__)
@@ -132,42 +123,13 @@ def within(note: Outgoing, room: int) -> Outgoing:
 
 #: The guard of each app that installed one (weak: a test's apps come and go).
 _GUARDS: weakref.WeakKeyDictionary[Any, ProducerGuard] = weakref.WeakKeyDictionary()
-_ORIGINAL_SEND_PENDING = ProducerBuffer._send_pending
-
-
-async def _guarded_send_pending(self: ProducerBuffer, fut: Any) -> None:
-    """`ProducerBuffer._send_pending`, but a refusal is reported instead of ending the task."""
-    try:
-        await _ORIGINAL_SEND_PENDING(self, fut)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        guard = guard_of(self.app)
-        if guard is None:
-            raise
-        message = fut.message
-        await guard.refused(
-            _topic_name(message.channel), message.key, message.value, message.partition, exc
-        )
-        if not fut.done():
-            fut.set_exception(exc)
-            fut.exception()  # retrieved: nobody else may ever await it
-
-
-ProducerBuffer._send_pending = _guarded_send_pending  # type: ignore[method-assign]
-
-
-def _topic_name(channel: Any) -> str:
-    try:
-        return str(channel.get_topic_name())
-    except Exception:
-        return "unknown"
 
 
 def install_producer_guard(app: Any, names: TopicNames, metrics: Metrics) -> ProducerGuard:
     """Report (instead of crashing on) what the app's producer refuses; the guard."""
     guard = ProducerGuard(app, names, metrics)
     _GUARDS[app] = guard
+    on_buffer_refusal(app, guard.refused)
     return guard
 
 

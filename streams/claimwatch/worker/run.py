@@ -11,9 +11,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from faust import Worker
 
 from claimwatch.core.argue.verdicts import VerdictConfig, VerdictLimits
 from claimwatch.policy.loading import load_policy
@@ -34,7 +31,7 @@ from claimwatch.worker.claims.edge import Runtime
 from claimwatch.worker.claims.facts import TableFacts
 from claimwatch.worker.docs.agents import install_docs
 from claimwatch.worker.docs.edge import DocsEdge
-from claimwatch.worker.faust_kit import install_full_collection, install_store_flush, supervisor
+from claimwatch.worker.faust_private import StopSignalWorker, leave_group_on_stop
 from claimwatch.worker.liveness import BrokerWatch, CrashBudget
 from claimwatch.worker.loop import install_loop
 from claimwatch.worker.metrics import Metrics
@@ -44,6 +41,8 @@ from claimwatch.worker.producer_guard import install_producer_guard
 from claimwatch.worker.quiet_logs import quiet_faust_checks
 from claimwatch.worker.settings import DEFAULT_STOP_TIMEOUT_S, WorkerSettings
 from claimwatch.worker.store import FLUSH_EVERY_S, partition_scan
+from claimwatch.worker.supervision import supervisor
+from claimwatch.worker.timers import install_full_collection, install_store_flush
 from claimwatch.worker.verdicts.agents import install_verdicts
 from claimwatch.worker.verdicts.edge import VerdictsEdge
 
@@ -58,7 +57,7 @@ EXIT_AGENT_CRASHES = 3
 EXIT_STOP_OVERDUE = 4
 
 
-class ClaimwatchWorker(Worker):
+class ClaimwatchWorker(StopSignalWorker):
     """Faust's worker, but a clean stop leaves the consumer group at once, or times out.
 
     With static membership (`group.instance.id`) the Kafka client never sends LeaveGroup,
@@ -77,7 +76,7 @@ class ClaimwatchWorker(Worker):
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S
     _overdue: threading.Timer | None = None
 
-    def _schedule_shutdown(self, signal: signal.Signals) -> None:
+    def on_stop_signal(self, signum: signal.Signals) -> None:
         leave_group_on_stop(self.app)
         if self._overdue is None and self.stop_timeout_s > 0:
             self._overdue = threading.Timer(
@@ -85,7 +84,6 @@ class ClaimwatchWorker(Worker):
             )
             self._overdue.daemon = True
             self._overdue.start()
-        super()._schedule_shutdown(signal)
 
 
 def stop_overdue(timeout_s: float, exit_now: Callable[[int], object] = os._exit) -> None:
@@ -99,15 +97,6 @@ def stop_overdue(timeout_s: float, exit_now: Callable[[int], object] = os._exit)
         handler.flush()
     sys.stderr.flush()
     exit_now(EXIT_STOP_OVERDUE)
-
-
-def leave_group_on_stop(app: Any) -> None:
-    """Make the app's Kafka consumer send LeaveGroup when it stops."""
-    try:
-        coordinator = app.consumer._thread._ensure_consumer()._coordinator
-    except Exception:  # no consumer yet: nothing to leave
-        return
-    coordinator._group_instance_id = None
 
 
 @dataclass(slots=True)
@@ -208,10 +197,10 @@ def run_worker(settings: WorkerSettings) -> None:
     quiet_faust_checks()  # a rebalance: one line per minute, not a paragraph per partition
     worker = ClaimwatchWorker(wired.pipe.app, loglevel=settings.log_level, quiet=True)
     worker.stop_timeout_s = settings.stop_timeout_s
-    wired.on_crash_limit(lambda: worker._schedule_shutdown(signal.SIGTERM))
+    wired.on_crash_limit(lambda: worker.schedule_shutdown(signal.SIGTERM))
     # Faust's terminal spinner sets the root logger to DEBUG so that it spins on every
-    # record: every aiokafka debug call then builds a LogRecord (about 7 % of a busy
-    # worker's CPU). Without it the root logger keeps the configured level.
+    # record: every aiokafka debug call then builds a LogRecord, a cost on every record.
+    # Without it the root logger keeps the configured level.
     worker.spinner = None
     # what is made so far lives as long as the process: frozen out of every collection
     collector.tune(settings.gc_full_every_s)

@@ -13,7 +13,7 @@ from claimwatch.worker.loop import DEFAULT_LOOP
 
 #: The store the worker keeps its tables in unless told otherwise (`--store`).
 DEFAULT_STORE: Final = "rocksdb://"
-#: The app id of the default prefix: what every deployment was before ids followed prefixes.
+#: The app id (consumer group) of the default prefix; other prefixes derive theirs from it.
 DEFAULT_APP_ID: Final = "claimwatch"
 
 
@@ -21,8 +21,7 @@ def default_app_id(prefix: str) -> str:
     """The app id (consumer group, local state, changelog names) of a deployment's prefix.
 
     One per prefix, so workers of two deployments on one broker never join one group. The
-    default prefix keeps `claimwatch`, so that an existing deployment keeps its committed
-    offsets and its tables' changelog topics; any other prefix `p` gets `claimwatch-p`.
+    default prefix's is `claimwatch`; any other prefix `p` gets `claimwatch-p`.
     """
     return DEFAULT_APP_ID if prefix == DEFAULT_PREFIX else f"{DEFAULT_APP_ID}-{prefix}"
 

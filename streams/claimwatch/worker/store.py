@@ -7,7 +7,7 @@ treats the same case as a corrupted task: it wipes the local store and restores 
 changelog. So does this store, for that partition only, with one warning.
 
 A partition this worker takes over is brought up to its changelog's end in bulk first
-(`claimwatch.worker.catchup`), which is many times faster than Faust's per-record recovery; Faust's
+(`claimwatch.worker.catchup`), in batches rather than Faust's record by record; Faust's
 recovery then reads whatever is left (nothing, normally).
 """
 
@@ -20,10 +20,10 @@ from typing import Any, ClassVar, Final
 
 import rocksdict
 from faust.stores import STORES
-from faust.stores.rocksdb import Store as RocksDBStore
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth, server_list
 
 from claimwatch.worker.catchup import Apply, ChangelogRecord, Gap, catch_up
+from claimwatch.worker.faust_private import RocksDBStoreHooks
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ NO_WAL: Final = _no_wal()
 FLUSH_EVERY_S: Final = 5.0
 
 
-class HealingRocksDBStore(RocksDBStore):
+class HealingRocksDBStore(RocksDBStoreHooks):
     """Rocksdb store whose partitions ahead of their changelog are wiped and restored."""
 
     #: rocksdict (a dependency) rather than python-rocksdb: `apply_records` writes its batches
@@ -96,15 +96,14 @@ class HealingRocksDBStore(RocksDBStore):
         gaps = [owned[tp.topic].gap(tp, ends[tp]) for tp in mine if tp in actives and tp in ends]
         await _catch_up(self.app, gaps, lambda t, p, rs: owned[t].apply_records(p, rs))
 
-    def _open_for_partition(self, partition: int) -> Any:
-        """Open a partition's database with its write-ahead log off (see `NO_WAL`)."""
-        db = super()._open_for_partition(partition)
+    def opened(self, db: Any) -> Any:
+        """A partition's database as it opens, with its write-ahead log off (see `NO_WAL`)."""
         db.set_write_options(NO_WAL)
         return db
 
     def flush(self) -> None:
         """Start a flush of every open partition's memory table (it runs in the background)."""
-        for db in list(self._dbs.values()):
+        for db in self.open_databases():
             db.flush(wait=False)
 
     def heal(self, tp: Any, end: int | None) -> None:
@@ -140,36 +139,36 @@ class HealingRocksDBStore(RocksDBStore):
             else:
                 batch.put(record.key, record.value)
         batch.put(self.offset_key, str(records[-1].offset).encode())
-        self._db_for_partition(partition).write(batch)
-        self._key_index.clear()
+        self.database(partition).write(batch)
+        self.forget_key_index()
 
     def partition_items(self, partition: int) -> Iterator[tuple[bytes, bytes]]:
         """The entries of one partition's local database (Faust's offset key left out)."""
-        for key, value in self._db_for_partition(partition).items():
+        for key, value in self.database(partition).items():
             if key != self.offset_key:
                 yield key, value
 
     def revoke_partitions(self, table: Any, tps: Any) -> None:
         """Drop the databases of revoked partitions (dropping the last reference closes one).
 
-        Faust's version also runs a full `gc.collect()` for every table on every rebalance
-        (~0.1-0.2 s each here, seven tables) while no partition is processed.
+        Faust's version also runs a full `gc.collect()` for every table on every rebalance,
+        while no partition is processed.
         """
         for tp in tps:
             if tp.topic in table.changelog_topic.topics:
-                self._dbs.pop(tp.partition, None)
+                self.drop_database(tp.partition)
 
     async def stop(self) -> None:
         """Drop every database (without Faust's `gc.collect()`, which delays the LeaveGroup)."""
-        self._dbs.clear()
+        self.drop_databases()
 
     def wipe(self, partition: int) -> None:
         """Close and delete one partition's local database; it reopens empty on next use."""
-        db = self._dbs.pop(partition, None)
+        db = self.drop_database(partition)
         if db is not None and hasattr(db, "close"):
             db.close()
         del db
-        self._key_index.clear()
+        self.forget_key_index()
         shutil.rmtree(self.partition_path(partition), ignore_errors=True)
 
 

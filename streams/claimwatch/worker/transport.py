@@ -4,19 +4,18 @@ Faust's driver builds its consumer with `fetch_max_wait_ms=1500`, and aiokafka k
 fetch in flight per broker, leaving out the partitions whose records it still holds. So
 when a worker has just taken a batch of claims, its next fetch may name only partitions
 with nothing new (the idle input topics, the partitions it is still working through), and
-the broker parks that fetch for up to 1.5 s while claims arrive behind it: a paced worker
-that is not busy shows claim-to-decision latencies of one to two seconds. With a 50 ms
+the broker parks that fetch for up to 1.5 s while claims arrive behind it: a worker that
+is not busy would show claim-to-decision latencies of one to two seconds. With a 50 ms
 wait a parked fetch costs at most that (and an idle worker sends about 20 small fetches a
 second).
 
 A fetch also asks the broker for at least 16 KiB (aiokafka's default is one byte): with
-one byte, a worker under steady traffic sent a fetch for every few records, and encoding,
-decoding and handing each one across from Faust's consumer thread took a third of its CPU.
-The broker now answers when 16 KiB have come, or after the 50 ms wait: a worker at 1,000
-claims/s (settle 0) used 0.54 of a core instead of 0.87, at 100/s 0.15 instead of 0.35,
-for a median claim-to-decision 20-30 ms longer (`make bench` reports the latencies). A
-backlog fills 16 KiB at once. The worker and the benchmark's Faust floor name this
-transport's scheme.
+one byte, a worker under steady traffic sends a fetch for every few records, and
+encoding, decoding and handing each one across from Faust's consumer thread takes much
+of its CPU. The broker answers when 16 KiB have come, or after the 50 ms wait: less CPU
+a claim, for a claim-to-decision latency a little longer (`make bench` reports both;
+figures: docs/performance.md). A backlog fills 16 KiB at once. The worker and the
+benchmark's Faust floor name this transport's scheme.
 """
 
 from __future__ import annotations
@@ -24,7 +23,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from faust.transport.drivers import TRANSPORTS
-from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Consumer, Transport
+from faust.transport.drivers.aiokafka import Transport
+
+from claimwatch.worker.faust_private import ConsumerHooks, ConsumerThreadHooks, set_fetch_limits
 
 #: The broker URL scheme of this transport (`claimwatch-kafka://host:port`).
 SCHEME: Final = "claimwatch-kafka"
@@ -44,24 +45,19 @@ def register() -> None:
     TRANSPORTS.aliases[SCHEME] = f"{__name__}:ShortWaitTransport"
 
 
-class ShortWaitConsumerThread(AIOKafkaConsumerThread):
+class ShortWaitConsumerThread(ConsumerThreadHooks):
     """Faust's consumer thread, its worker consumer fetching with a short broker wait."""
 
-    def _create_worker_consumer(self, transport: Any) -> Any:
-        consumer = super()._create_worker_consumer(transport)
-        # read by aiokafka when the consumer starts and builds its fetcher (Faust passes
-        # a literal for the wait and nothing for the size, so there is no setting to give
-        # them); a test checks the fetcher has both
-        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
-        consumer._fetch_min_bytes = FETCH_MIN_BYTES
-        return consumer
+    def worker_consumer_made(self, consumer: Any) -> None:
+        # Faust passes a literal for the wait and nothing for the size, so there is no
+        # setting to give them; a test checks the fetcher has both
+        set_fetch_limits(consumer, FETCH_MAX_WAIT_MS, FETCH_MIN_BYTES)
 
 
-class ShortWaitConsumer(Consumer):
+class ShortWaitConsumer(ConsumerHooks):
     """Faust's aiokafka consumer over `ShortWaitConsumerThread`."""
 
-    def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
-        return ShortWaitConsumerThread(self, loop=self.loop, beacon=self.beacon)
+    thread_class = ShortWaitConsumerThread
 
 
 class ShortWaitTransport(Transport):

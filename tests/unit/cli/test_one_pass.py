@@ -11,7 +11,7 @@ import orjson
 import pytest
 from claimwatch.audit.replay import replay_lines
 from claimwatch.audit.resolve_file import read_claims, resolve_lines
-from claimwatch.cli import replay_command
+from claimwatch.cli import replay as replay_command
 from claimwatch.cli import resolve as resolve_command
 from claimwatch.worker.collector import NEVER
 

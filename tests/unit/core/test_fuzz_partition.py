@@ -23,7 +23,7 @@ from claimwatch.wire.codec import DecodeError, decode_claim, dumps, loads
 from claimwatch.wire.topics import TopicNames, partition_for
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
 from claimwatch.worker.claims.facts import MemoryFacts
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 from hypothesis import example, given
 from hypothesis import strategies as st
 

@@ -22,8 +22,8 @@ from claimwatch.wire.topics import partition_for
 from claimwatch.worker.alerts.agents import count_quarantined
 from claimwatch.worker.alerts.edge import AlertRuntime
 from claimwatch.worker.claims.edge import Runtime
-from claimwatch.worker.edge import tick_value
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.ticks import tick_value
 from hypothesis import given
 from hypothesis import strategies as st
 

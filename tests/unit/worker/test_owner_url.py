@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.faust_kit import _owner_url
+from claimwatch.worker.forwarding import _owner_url
 
 NAMES = TopicNames("t.")
 HOSTS = {"http://a:6066": [0, 2], "http://b:6067": [1, 3]}

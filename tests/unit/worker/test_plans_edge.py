@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import Outgoing
+from claimwatch.worker.outgoing import Outgoing
 from claimwatch.worker.plans.edge import PLAN_PREFIX, PlansEdge, PlansHandled
 
 from tests.support.plans import decision

@@ -17,8 +17,8 @@ from aiokafka.errors import MessageSizeTooLargeError
 from claimwatch.core.policy import CompiledPolicy
 from claimwatch.wire.topics import TopicNames
 from claimwatch.worker.app import build_app
-from claimwatch.worker.edge import Outgoing
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.outgoing import Outgoing
 from claimwatch.worker.producer_guard import (
     NOTE_HEADROOM,
     install_producer_guard,

@@ -16,7 +16,7 @@ from claimwatch.worker.claims import records as claims_records
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
 from claimwatch.worker.claims.facts import MAX_STATE_BYTES, TableFacts
 from claimwatch.worker.claims.records import MAX_RECORD_BYTES
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
 from tests.support.claims import NAMES, claim_line, envelope
 from tests.support.clocks import SECOND, T0

@@ -8,7 +8,7 @@ from claimwatch.wire.codec import loads
 from claimwatch.wire.topics import partition_for
 from claimwatch.worker.claims import entries as claims_entries
 from claimwatch.worker.claims.edge import Runtime
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
 from tests.support.claims import NAMES, claim_bytes, claim_line, decisions
 from tests.support.clocks import SECOND, T0

@@ -7,7 +7,7 @@ from claimwatch.core.timeutil import format_rfc3339
 from claimwatch.wire.topics import partition_for
 from claimwatch.worker.claims.clock import CLOCK_PREFIX
 from claimwatch.worker.claims.edge import Runtime
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
 from tests.support.claims import NAMES, claim_line
 from tests.support.clocks import SECOND, T0

@@ -9,14 +9,8 @@ import pytest
 from claimwatch.wire.topics import TopicNames, partition_for
 from claimwatch.worker.claims.clock import CLOCK_PREFIX
 from claimwatch.worker.claims.edge import Runtime
-from claimwatch.worker.edge import (
-    DLQ_MAX_BYTES,
-    TICK_KEY,
-    dead_letter,
-    tick_at,
-    tick_time,
-    tick_value,
-)
+from claimwatch.worker.dead_letters import DLQ_MAX_BYTES, dead_letter
+from claimwatch.worker.ticks import TICK_KEY, tick_at, tick_time, tick_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

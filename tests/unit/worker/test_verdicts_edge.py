@@ -8,7 +8,7 @@ from claimwatch.core.argue.verdicts import VerdictConfig
 from claimwatch.core.timeutil import format_rfc3339
 from claimwatch.models.policy import Policy
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import TICK_KEY, tick_value
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 from claimwatch.worker.verdicts.edge import VerdictsEdge
 
 from tests.support.clocks import SECOND, T0

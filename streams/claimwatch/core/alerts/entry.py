@@ -17,11 +17,11 @@ from claimwatch.core.alerts.lag_state import FactTrack
 from claimwatch.core.alerts.shape import MAX_NAME_CHARS, bounded_name
 from claimwatch.core.alerts.spike import Entering, entering_of
 from claimwatch.core.claim import fact_key
-from claimwatch.core.entry import Entry as Resolved
+from claimwatch.core.entry import ClaimEntry
 from claimwatch.core.policy import CompiledPolicy
 
 #: [clock µs, fact key, Entering or None, the new claims' observations or None]
-Entry = tuple[int, str, Entering | None, list[Observation] | None]
+DetectorEntry = tuple[int, str, Entering | None, list[Observation] | None]
 
 
 def entry_of(
@@ -30,8 +30,8 @@ def entry_of(
     decision: Mapping[str, Any],
     previous_outcome: str | None,
     now_us: int,
-    resolved: Sequence[Resolved] | None = None,
-) -> tuple[FactTrack, Entry]:
+    resolved: Sequence[ClaimEntry] | None = None,
+) -> tuple[FactTrack, DetectorEntry]:
     """One decision of a fact, decided at `now_us`: the fact's track after it, and its entry.
 
     `previous_outcome` is the outcome of the fact's decision before this one (None for the
@@ -100,7 +100,7 @@ def _observation(obj: Any) -> Observation:
     ]
 
 
-def entry_from_obj(obj: Any) -> Entry:
+def entry_from_obj(obj: Any) -> DetectorEntry:
     """An entry read back from JSON, validated (EntryError says why it is not one)."""
     if not isinstance(obj, list) or len(obj) != 4:
         raise EntryError("an entry must be [clock, fact, entering, observations]")
@@ -126,7 +126,7 @@ def entry_from_obj(obj: Any) -> Entry:
     return (_int(now_us, "the clock"), _name(key, "the fact"), entering, observations)
 
 
-def entries_from_obj(obj: Any) -> tuple[str, list[Entry]]:
+def entries_from_obj(obj: Any) -> tuple[str, list[DetectorEntry]]:
     """An alerts-input record of entries (`{"field", "entries"}`), validated (EntryError)."""
     if not isinstance(obj, dict):
         raise EntryError("not a JSON object")

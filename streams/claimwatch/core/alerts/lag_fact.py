@@ -16,7 +16,7 @@ from typing import Any, Final
 from claimwatch.core.alerts.lag_state import FactTrack, OwnerValue
 from claimwatch.core.alerts.shape import bounded_name
 from claimwatch.core.claim import Claim
-from claimwatch.core.entry import Entry
+from claimwatch.core.entry import ClaimEntry
 from claimwatch.core.normalize import ABSENT, NormalizationError
 from claimwatch.core.policy import FieldRule, is_owner
 from claimwatch.core.timeutil import TimestampError, parse_rfc3339
@@ -42,7 +42,7 @@ def observe(
     fact: FactTrack | None,
     decision: Mapping[str, Any],
     now: int,
-    entries: Sequence[Entry] | None = None,
+    entries: Sequence[ClaimEntry] | None = None,
 ) -> tuple[FactTrack, list[Observation] | None]:
     """Take in one decision of a fact: its track after it, and the observations of new claims.
 
@@ -83,7 +83,7 @@ class _Claims:
         self,
         rule: FieldRule,
         claims: Sequence[Mapping[str, Any]],
-        entries: Sequence[Entry] | None,
+        entries: Sequence[ClaimEntry] | None,
     ) -> None:
         self.rule = rule
         self.claims = claims

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from claimwatch.core.alerts.entry import Entry
+from claimwatch.core.alerts.entry import DetectorEntry
 from claimwatch.core.alerts.lag import ReplicaLag
 from claimwatch.core.alerts.lag_state import LagState
 from claimwatch.core.alerts.shape import Alert
@@ -34,7 +34,7 @@ class AlertRunner:
         self.spikes[name], self.lags[name] = spike, lag
         return alerts + more
 
-    def on_entry(self, name: str, entry: Entry) -> list[Alert]:
+    def on_entry(self, name: str, entry: DetectorEntry) -> list[Alert]:
         """Feed one decision of field `name`, as its fact's partition summed it up."""
         now_us, key, entering, observations = entry
         spike = self.spikes.get(name) or SpikeState(name)

@@ -1,6 +1,6 @@
 """Dung argumentation: frameworks, grounded/complete/preferred/stable extensions, verdicts."""
 
-from claimwatch.core.argue.decide import AttackRule, Verdict, VerdictArgument, decide
+from claimwatch.core.argue.decide import AttackRule, VerdictArgument, VerdictOutcome, decide
 from claimwatch.core.argue.framework import Framework, FrameworkError, name_key
 from claimwatch.core.argue.grounded import grounded_extension, grounded_labels
 from claimwatch.core.argue.search import SearchLimit
@@ -21,8 +21,8 @@ __all__ = [
     "FrameworkError",
     "SearchLimit",
     "Semantics",
-    "Verdict",
     "VerdictArgument",
+    "VerdictOutcome",
     "acceptance",
     "decide",
     "extensions",

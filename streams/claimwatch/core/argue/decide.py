@@ -51,7 +51,7 @@ class Attack:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class VerdictOutcome:
     """The decision for one request and everything an auditor needs to re-check it."""
 
     decision: str
@@ -89,7 +89,7 @@ def decide(
     rules: Iterable[AttackRule],
     semantics: Semantics | str = Semantics.GROUNDED,
     bounds: Bounds | None = None,
-) -> Verdict:
+) -> VerdictOutcome:
     """Build the framework, compute the extensions of `semantics` and map them to a decision.
 
     One extension decides by the decisions of its arguments; when they disagree, `TIE_RULE`
@@ -124,8 +124,8 @@ def decide(
     }
     by_id = {argument.id: argument for argument in arguments}
 
-    def verdict(decision: str, tie: bool, reason: str) -> Verdict:
-        return Verdict(
+    def verdict(decision: str, tie: bool, reason: str) -> VerdictOutcome:
+        return VerdictOutcome(
             decision,
             ACTIONS[decision],
             kind.value,

@@ -48,7 +48,7 @@ VALUE: Final = "value"
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Comparison:
     """The comparator's answer for one pair of passages."""
 
     conflict: bool
@@ -65,12 +65,12 @@ class Verdict:
         }
 
 
-def compare(left: str, right: str) -> Verdict:
+def compare(left: str, right: str) -> Comparison:
     """Compare two passages; symmetric (swapping them mirrors only the detail)."""
     return compare_passages(analyze(left), analyze(right))
 
 
-def compare_passages(a: Passage, b: Passage) -> Verdict:
+def compare_passages(a: Passage, b: Passage) -> Comparison:
     """Compare two analyzed passages: antonym, negation, value, then near-duplicate."""
     only_a, only_b = a.content - b.content, b.content - a.content
     total = len(only_a) + len(only_b)
@@ -84,16 +84,16 @@ def compare_passages(a: Passage, b: Passage) -> Verdict:
         if _same_subject(shared, residual, total, smaller, exact=residual == 0):
             if negated:
                 detail = f"{_polarity(a)} vs {_polarity(b)}"
-                return Verdict(True, NEGATION, detail)
+                return Comparison(True, NEGATION, detail)
             left, right = pairs[0]
-            return Verdict(True, ANTONYM, f"{a.surface[left]} vs {b.surface[right]}")
+            return Comparison(True, ANTONYM, f"{a.surface[left]} vs {b.surface[right]}")
     elif not negated and not pairs:
         values = _diverging_values(a, b)
         if values is not None and _same_subject(shared, total, total, smaller, exact=False):
-            return Verdict(True, VALUE, values)
+            return Comparison(True, VALUE, values)
     quoted = (a.quoted_negations - b.quoted_negations) % 2 == 1
     duplicate = not flipped and not quoted and _similarity(a, b) >= DUPLICATE_JACCARD
-    return Verdict(False, duplicate=duplicate)
+    return Comparison(False, duplicate=duplicate)
 
 
 def _same_subject(shared: int, residual: int, total: int, smaller: int, *, exact: bool) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Hashable, Sequence
 from itertools import combinations
 from typing import Final
 
-from claimwatch.core.text.compare import Verdict, compare_passages
+from claimwatch.core.text.compare import Comparison, compare_passages
 from claimwatch.core.text.tokenize import Passage, analyze
 from claimwatch.core.values.strings import _StringNormalizer
 from claimwatch.models.policy import FieldPolicy
@@ -43,7 +43,7 @@ class TextNormalizer(_StringNormalizer):
             self._cached_chars += len(text)
         return found
 
-    def verdict(self, a: str, b: str) -> Verdict:
+    def verdict(self, a: str, b: str) -> Comparison:
         """The comparator's verdict on two canonical passages."""
         return compare_passages(self.passage(a), self.passage(b))
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from claimwatch.wire.codec import dumps
+from claimwatch.worker.agent_loop import guarded_agent, guarded_sender
 from claimwatch.worker.alerts.edge import AlertBatch, AlertRuntime
 from claimwatch.worker.app import Pipeline
-from claimwatch.worker.edge import Record, dead_letter
-from claimwatch.worker.faust_kit import (
-    Supervise,
-    forget_on_rebalance,
-    guarded_agent,
-    guarded_sender,
-    send_through,
-    topics_of,
-)
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.input_record import Record
 from claimwatch.worker.metrics import Metrics, dlq_reason_label
+from claimwatch.worker.partition_state import forget_on_rebalance
+from claimwatch.worker.sending import send_through, topics_of
+from claimwatch.worker.supervision import Supervise
 
 
 def install_alerts(

@@ -7,7 +7,7 @@ every decision of a field whatever claims partition decided it. The claims agent
 its partition clock there as tick records. A field's detector state is written to the
 table at a tick (about once a second) when it changed, not on every decision: after a
 crash the detectors may have missed up to a second of decisions, which moves a statistical
-alert very little. Records of earlier versions (one decision each) are still understood.
+alert very little. An input record holding one whole decision is understood too.
 No Faust here: the agent hands in records and a table, and sends what comes back.
 """
 
@@ -28,10 +28,10 @@ from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.wire.codec import dumps, loads
 from claimwatch.wire.topics import partition_for
-from claimwatch.worker.edge import tick_time
+from claimwatch.worker.ticks import tick_time
 
-#: Separated a field from one of its facts in the keys of an earlier version's per-fact
-#: detector records (dropped when the field is loaded).
+#: Separates a field from one of its facts in the keys of per-fact detector records, a
+#: table layout this edge does not write and drops when the field is loaded.
 FACT_SEP = b"\x00fact\x00"
 #: Largest stored field state: below the producer's 1 MB request limit. The detectors'
 #: bounds keep a state far below it; one past it is reset (and counted) instead of sent.
@@ -88,8 +88,8 @@ class AlertRuntime:
     def _known(self, partition: int) -> set[str]:
         """The fields of a partition in the table, read in one scan after each (re)start.
 
-        The same scan drops the per-fact records an earlier version kept beside them (the
-        facts now live beside their own states).
+        The same scan drops per-fact records kept beside them (`FACT_SEP` keys): the facts
+        live beside their own states.
         """
         fields = self._fields.get(partition)
         if fields is None:
@@ -128,9 +128,9 @@ class AlertRuntime:
     def _load(self, runner: AlertRunner, field: str) -> None:
         """Give the runner the field's stored state, unless it holds it already (or none).
 
-        An earlier version kept the facts the lag detector follows in the field's state (or
-        one per table key, see `_known`); they now live beside the facts' own states, so
-        they are dropped (the lag detector then meets each fact's owner value afresh).
+        Facts the lag detector follows, found in the field's state (or one per table key,
+        see `_known`), are dropped: they live beside the facts' own states (the lag
+        detector then meets each fact's owner value afresh).
         """
         if field in runner.spikes:
             return
@@ -171,7 +171,7 @@ class AlertRuntime:
         return True
 
     def handle(self, partition: int, value: bytes) -> AlertBatch:
-        """One alerts-input record: a field's entries, a tick, or an earlier version's decision.
+        """One alerts-input record: a field's entries, a tick, or one whole decision.
 
         A record that does not validate is answered with `rejected` (the agent dead-letters
         it); whatever raises while one field is handled resets that field alone.
@@ -278,7 +278,7 @@ class StateTooLarge(ValueError):
 
 
 def _legacy_field(obj: Any) -> str:
-    """The field of an earlier version's one-decision record (ValueError when none)."""
+    """The field of a one-decision record (ValueError when none)."""
     if not isinstance(obj, dict):
         raise EntryError("not a JSON object")
     return field_name(obj.get("field"))

@@ -10,23 +10,21 @@ from typing import Any
 from claimwatch.core.claim import fact_key
 from claimwatch.core.covering import QueryError, covering_ids, covers, missing, wait_seconds
 from claimwatch.wire.codec import loads
+from claimwatch.worker.agent_loop import guarded_agent
 from claimwatch.worker.app import Pipeline
 from claimwatch.worker.backpressure import InFlight
 from claimwatch.worker.changelog import DirectTable
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
 from claimwatch.worker.claims.waiting import Crowded, Refused, Waiters
-from claimwatch.worker.edge import Outgoing, Record, RecordGuard
-from claimwatch.worker.faust_kit import (
-    Supervise,
-    answer_elsewhere,
-    count,
-    forget_on_rebalance,
-    guarded_agent,
-    install_ticks,
-    send_through,
-    topics_of,
-)
+from claimwatch.worker.forwarding import answer_elsewhere
+from claimwatch.worker.input_record import Record
 from claimwatch.worker.metrics import Metrics, Tally
+from claimwatch.worker.outgoing import Outgoing
+from claimwatch.worker.partition_state import forget_on_rebalance
+from claimwatch.worker.record_guard import RecordGuard
+from claimwatch.worker.sending import count, send_through, topics_of
+from claimwatch.worker.supervision import Supervise
+from claimwatch.worker.timers import install_ticks
 
 #: How often the detectors' entries are sent at least, when no tick comes (seconds).
 ENTRIES_EVERY_S = 1.0

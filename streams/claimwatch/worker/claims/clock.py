@@ -11,7 +11,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Final
 
 from claimwatch.core.processor import PartitionProcessor
-from claimwatch.worker.edge import trusted_until
+from claimwatch.worker.ticks import trusted_until
 
 #: The prefix of bookkeeping keys in the fact table.
 CLOCK_PREFIX: Final = b"\x00clock/"

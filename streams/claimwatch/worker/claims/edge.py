@@ -23,16 +23,11 @@ from claimwatch.worker.claims.facts import MemoryFacts, TableFacts
 from claimwatch.worker.claims.handled import ClaimsHandled
 from claimwatch.worker.claims.quarantine import set_aside_letters
 from claimwatch.worker.claims.records import conflict_change, encoded, encoded_size
-from claimwatch.worker.edge import (
-    TICK_KEY,
-    Elsewhere,
-    Outgoing,
-    dead_letter,
-    decode_at_home,
-    forget_partitions,
-    tick_time,
-    tick_value,
-)
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.outgoing import Elsewhere, Outgoing
+from claimwatch.worker.partition_state import forget_partitions
+from claimwatch.worker.routing import decode_at_home
+from claimwatch.worker.ticks import TICK_KEY, tick_time, tick_value
 
 __all__ = ["ClaimsHandled", "Runtime", "conflict_change"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from claimwatch.core.alerts.entry import Entry
+from claimwatch.core.alerts.entry import DetectorEntry
 from claimwatch.wire.codec import dumps
 from claimwatch.wire.partitioning import partition_for
-from claimwatch.worker.edge import Outgoing
+from claimwatch.worker.outgoing import Outgoing
 
 #: Most detector entries in one alerts-input record (a record stays far below 1 MB).
 ENTRIES_PER_RECORD: Final = 500
@@ -24,9 +24,9 @@ class StagedEntries:
         #: the alerts-input topic, and its partition count
         self.topic = topic
         self.partitions = partitions
-        self._entries: dict[str, list[Entry]] = {}
+        self._entries: dict[str, list[DetectorEntry]] = {}
 
-    def stage(self, alerts: list[tuple[str, Entry]]) -> None:
+    def stage(self, alerts: list[tuple[str, DetectorEntry]]) -> None:
         """Take in (field, entry) pairs; `alerts` is left empty."""
         for name, entry in alerts:
             self._entries.setdefault(name, []).append(entry)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claimwatch.core.alerts.entry import Entry
+from claimwatch.core.alerts.entry import DetectorEntry
 from claimwatch.core.claim import Claim
 from claimwatch.core.step import Decided, Quarantined
-from claimwatch.worker.edge import Handled
+from claimwatch.worker.outgoing import Handled
 
 
 @dataclass(slots=True)
@@ -20,7 +20,7 @@ class ClaimsHandled(Handled):
     bodies: list[bytes] = field(default_factory=list)
     claim: Claim | None = None
     #: the detectors' entry of each new decision, with its field (sent per field, batched)
-    alerts: list[tuple[str, Entry]] = field(default_factory=list)
+    alerts: list[tuple[str, DetectorEntry]] = field(default_factory=list)
     #: (claim id, reason) of each claim dead-lettered with no decision to come (a bad
     #: signature, a conflicting duplicate, a claim over its fact's byte budget): its
     #: waiters are answered with the reason at once (see worker.claims.waiting). The claims

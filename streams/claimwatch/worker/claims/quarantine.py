@@ -7,7 +7,8 @@ from claimwatch.core.limits import fit_for_json
 from claimwatch.core.step import Quarantined
 from claimwatch.wire.codec import dumps
 from claimwatch.wire.topic_names import TopicNames
-from claimwatch.worker.edge import Outgoing, dead_letter
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.outgoing import Outgoing
 
 
 def set_aside_letters(

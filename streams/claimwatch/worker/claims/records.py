@@ -12,7 +12,7 @@ from claimwatch.core.limits import fit_for_json
 from claimwatch.core.size import canonical_bytes
 from claimwatch.core.step import Decided
 from claimwatch.wire.codec import dumps
-from claimwatch.worker.edge import DLQ_MAX_BYTES
+from claimwatch.worker.dead_letters import DLQ_MAX_BYTES
 
 #: Largest decision record sent (key and value), below the producer's request limit. The
 #: core keeps a fact's claims within a byte budget (see claimwatch.core.size); a record past

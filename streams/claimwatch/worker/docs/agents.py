@@ -13,16 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from claimwatch.core.docstore import Version
+from claimwatch.worker.agent_loop import record_agent
 from claimwatch.worker.app import Pipeline
 from claimwatch.worker.docs.edge import DocsEdge, DocsHandled, Gone
-from claimwatch.worker.edge import Record
-from claimwatch.worker.faust_kit import (
-    AgentFun,
-    answer_elsewhere,
-    forget_on_rebalance,
-    record_agent,
-)
+from claimwatch.worker.forwarding import answer_elsewhere
+from claimwatch.worker.input_record import Record
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.partition_state import forget_on_rebalance
+from claimwatch.worker.supervision import AgentFun
 
 
 def _page(path: str, version: Version) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from claimwatch.core.docstore import (
 )
 from claimwatch.wire.codec import dumps, loads
 from claimwatch.wire.topics import TopicNames, misplaced, partition_for
-from claimwatch.worker.edge import Handled, Outgoing, dead_letter, internal_error_reason
+from claimwatch.worker.dead_letters import dead_letter, internal_error_reason
+from claimwatch.worker.outgoing import Handled, Outgoing
 
 HEAD_PREFIX: Final = b"d/"
 VERSION_PREFIX: Final = b"v/"

@@ -6,15 +6,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.agent_loop import record_agent
 from claimwatch.worker.app import Pipeline, raw_topic
-from claimwatch.worker.faust_kit import (
-    AgentFun,
-    forget_on_rebalance,
-    record_agent,
-    send_counted,
-)
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.partition_state import forget_on_rebalance
 from claimwatch.worker.plans.edge import PlansEdge, PlansHandled
+from claimwatch.worker.sending import send_counted
+from claimwatch.worker.supervision import AgentFun
 
 
 def plans_edge(pipe: Pipeline) -> PlansEdge:

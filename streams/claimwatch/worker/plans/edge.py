@@ -45,13 +45,9 @@ from claimwatch.core.plans import (
 from claimwatch.models.plan import PlanRecord
 from claimwatch.wire.codec import decode_model, dumps, loads
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import (
-    Elsewhere,
-    Outgoing,
-    PerPartition,
-    dead_letter,
-    decode_at_home,
-)
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.outgoing import Elsewhere, Outgoing
+from claimwatch.worker.partition_state import PerPartition
 from claimwatch.worker.plans.fact_side import FactSide
 from claimwatch.worker.plans.handled import PlansHandled
 from claimwatch.worker.plans.stored import (
@@ -60,6 +56,7 @@ from claimwatch.worker.plans.stored import (
     restore,
     stored_record,
 )
+from claimwatch.worker.routing import decode_at_home
 
 __all__ = ["PLAN_PREFIX", "PlansEdge", "PlansHandled", "decode_plan"]
 

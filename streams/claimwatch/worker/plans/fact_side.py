@@ -23,7 +23,7 @@ from claimwatch.core.plans import DecisionView, PlanError
 from claimwatch.wire.codec import dumps, loads
 from claimwatch.wire.partitioning import misplaced, partition_for
 from claimwatch.wire.topic_names import TopicNames
-from claimwatch.worker.edge import Outgoing
+from claimwatch.worker.outgoing import Outgoing
 from claimwatch.worker.plans.handled import PlansHandled
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from claimwatch.core.plans import StepStatus
 from claimwatch.wire.topic_names import TopicNames
-from claimwatch.worker.edge import Handled, dead_letter
+from claimwatch.worker.dead_letters import dead_letter
+from claimwatch.worker.outgoing import Handled
 
 
 @dataclass(slots=True)

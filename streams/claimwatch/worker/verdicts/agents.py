@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from claimwatch.worker.agent_loop import record_agent
 from claimwatch.worker.app import Pipeline
-from claimwatch.worker.edge import Record
-from claimwatch.worker.faust_kit import (
-    Supervise,
-    forget_on_rebalance,
-    install_ticks,
-    record_agent,
-    topics_of,
-)
+from claimwatch.worker.input_record import Record
 from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.partition_state import forget_on_rebalance
+from claimwatch.worker.sending import topics_of
+from claimwatch.worker.supervision import Supervise
+from claimwatch.worker.timers import install_ticks
 from claimwatch.worker.verdicts.edge import VerdictsEdge, VerdictsHandled
 
 

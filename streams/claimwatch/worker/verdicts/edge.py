@@ -16,16 +16,10 @@ from claimwatch.core.argue.verdicts import (
 from claimwatch.models.verdict import VerdictSignal
 from claimwatch.wire.codec import MAX_CLAIM_BYTES, decode_model, dumps, loads
 from claimwatch.wire.topics import TopicNames
-from claimwatch.worker.edge import (
-    TICK_KEY,
-    Elsewhere,
-    Handled,
-    Outgoing,
-    PerPartition,
-    decode_at_home,
-    tick_time,
-    trusted_until,
-)
+from claimwatch.worker.outgoing import Elsewhere, Handled, Outgoing
+from claimwatch.worker.partition_state import PerPartition
+from claimwatch.worker.routing import decode_at_home
+from claimwatch.worker.ticks import TICK_KEY, tick_time, trusted_until
 
 #: Table keys: one JSON state per request id, and one event clock per partition.
 REQUEST_PREFIX: Final = b"r/"

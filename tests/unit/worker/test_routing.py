@@ -1,11 +1,12 @@
-"""The edge kit's decode-route-or-dead-letter step (claims, verdicts and plans edges share it)."""
+"""Routing: decode in the home partition, else reroute or dead-letter (a step edges share)."""
 
 from __future__ import annotations
 
 import pytest
 from claimwatch.wire.codec import DecodeError
 from claimwatch.wire.topics import TopicNames, partition_for
-from claimwatch.worker.edge import Elsewhere, Handled, Outgoing, decode_at_home
+from claimwatch.worker.outgoing import Elsewhere, Handled, Outgoing
+from claimwatch.worker.routing import decode_at_home
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4
