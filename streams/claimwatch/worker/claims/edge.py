@@ -60,6 +60,8 @@ class Runtime:
         self.table = table
         self.facts = facts if facts is not None else TableFacts(table)
         self._processors: dict[int, PartitionProcessor] = {}
+        #: partitions this runtime restored a processor for, forgotten since or not
+        self._loaded: set[int] = set()
         #: partitions whose processor has not handled a record since it was (re)built
         #: (each with the restored facts that hold a decision, read once at the rebuild)
         self._fresh: dict[int, list[FactState]] = {}
@@ -109,6 +111,7 @@ class Runtime:
             states = list(self.facts.states_of(partition))
             proc.rebuild(states)
             self._processors[partition] = proc
+            self._loaded.add(partition)
             self._fresh[partition] = [s for s in states if s.decided_offset is not None]
             for key, exc in self.facts.unreadable():  # set aside when the next record comes
                 aside = self._unread.setdefault(partition, StepResult())
@@ -295,21 +298,26 @@ class Runtime:
         return sorted(self._processors)
 
     def flush_in(self, most: int) -> Iterator[ClaimsHandled]:
-        """End of input: close the open windows of every partition, in partition order."""
-        for partition in self.held():
-            yield from self.flush_partition_in(partition, most)
+        """End of input: close the open windows of every partition, in partition order.
+
+        A partition no record reached since this runtime began is restored and flushed
+        too: its stored facts (a resumed replay, a restart) may hold open windows. One
+        already finished and forgotten (`flush_partition_in`, then `forget`) is not.
+        """
+        for partition in range(self.partitions):
+            if partition in self._processors or partition not in self._loaded:
+                yield from self.flush_partition_in(partition, most)
 
     def flush_partition_in(self, partition: int, most: int) -> Iterator[ClaimsHandled]:
         """End of one partition's input: its open windows closed at their deadlines.
 
         In parts of at most `most` decisions (see `PartitionProcessor.flush_in`).
         """
-        proc = self._processors.get(partition)
-        if proc is not None:
-            for step in proc.flush_in(most):
-                out = ClaimsHandled()
-                self._emit(step, partition, out)
-                yield out
+        proc = self.processor(partition)
+        for step in proc.flush_in(most):
+            out = ClaimsHandled()
+            self._emit(step, partition, out)
+            yield out
         out = ClaimsHandled()
         self._flush(out)
         if out.sends:
