@@ -9,10 +9,7 @@ from claimwatch.worker.settings import WorkerSettings
 
 from tests.support.paths import REPO
 
-REPO = REPO
-
-#: agent name -> input topics, as the flat layout named them (Faust's default name is the
-#: module and function, which the layout by feature would have changed)
+#: agent name (the module that holds the agent, and its function) -> its input topics
 AGENTS = {
     "claimwatch.worker.alerts.agents.detect": ["p.alerts.input"],
     "claimwatch.worker.claims.agents.process_claims": ["p.claims"],
