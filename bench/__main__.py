@@ -104,7 +104,7 @@ def main() -> int:
         results["core"] = figures = core()
         print(json.dumps(figures, indent=2), flush=True)
     if "compiled" in chosen:
-        print("compiled: streams/core built with mypyc vs pure Python ...", flush=True)
+        print("compiled: streams/claimwatch/core built with mypyc vs pure Python ...", flush=True)
         results["compiled"] = figures = compiled()
         print(json.dumps(figures, indent=2), flush=True)
     if "pipeline" in chosen:

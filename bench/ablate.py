@@ -20,6 +20,9 @@ import statistics
 from pathlib import Path
 from typing import Any, Final
 
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.topics import TopicNames, ensure_topics
+
 from bench.children import Child, faust_floor_child, free_port, worker
 from bench.kafka_io import produce
 from bench.pipeline_bench import (
@@ -32,8 +35,6 @@ from bench.pipeline_bench import (
     committed_rate,
     fresh_claims,
 )
-from streams.wire.kafka import env_bootstrap
-from streams.wire.topics import TopicNames, ensure_topics
 
 ROUNDS: Final = 3
 #: the folder whose sitecustomize switches parts off

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streams.core.argue import Framework, extensions, grounded_labels
+from claimwatch.core.argue import Framework, extensions, grounded_labels
 
 GROUNDED_SIZES = (10_000, 100_000, 1_000_000)
 #: Extra grounded size where the reference's fixpoint still finishes, to give a ratio.

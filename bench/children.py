@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.wire.kafka import env_bootstrap
+from claimwatch.wire.kafka import env_bootstrap
 
 PARTITIONS = 4
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")

@@ -1,6 +1,6 @@
-"""Is compiling `streams/core` with mypyc worth an optional build? The ratio, measured.
+"""Is compiling `streams/claimwatch/core` with mypyc worth an optional build? The ratio, measured.
 
-A copy of `streams/` and `schemas/` is made under `.cache/mypyc/<digest of the sources>/`
+A copy of `streams/` (the claimwatch package) is made under `.cache/mypyc/<digest of the sources>/`
 and its core modules are compiled there with the mypyc that ships with mypy (the copy is
 kept, so a second `make bench` reuses it). The installed tree is never touched: the pure
 Python core stays what claimwatch runs and what the tests test. Both trees then run the
@@ -26,10 +26,11 @@ from bench.workload import NOW, POLICY
 ROOT: Final = Path(__file__).resolve().parents[1]
 #: Core modules mypyc 2.x cannot compile (it stops with an internal error): argue's
 #: `enumerate` over a bytearray, and docstore's loop over a value typed Any.
-NOT_COMPILED: Final = ("streams/core/argue/", "streams/core/docstore.py")
+NOT_COMPILED: Final = ("streams/claimwatch/core/argue/", "streams/claimwatch/core/docstore.py")
 MYPY_INI: Final = """[mypy]
 strict = True
 python_version = 3.11
+mypy_path = streams
 plugins = pydantic.mypy
 [mypy-pint.*,babel.*]
 ignore_missing_imports = True
@@ -38,13 +39,13 @@ RUNS: Final = 3
 
 
 def _sources() -> list[Path]:
-    return sorted(p for d in ("streams", "schemas") for p in (ROOT / d).rglob("*.py"))
+    return sorted((ROOT / "streams").rglob("*.py"))
 
 
 def _compiled_modules(tree: Path) -> list[str]:
     return [
         str(p.relative_to(tree))
-        for p in sorted((tree / "streams" / "core").rglob("*.py"))
+        for p in sorted((tree / "streams" / "claimwatch" / "core").rglob("*.py"))
         if not any(str(p.relative_to(tree)).startswith(skip) for skip in NOT_COMPILED)
     ]
 
@@ -58,8 +59,9 @@ def build() -> tuple[Path, float]:
     if (tree / ".built").exists():
         return tree, 0.0
     shutil.rmtree(tree, ignore_errors=True)
-    for name in ("streams", "schemas"):
-        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "streams", tree / "streams", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (tree / "mypy.ini").write_text(MYPY_INI)
     mypyc = Path(sys.executable).with_name("mypyc")
     started = time.perf_counter()
@@ -75,7 +77,7 @@ def build() -> tuple[Path, float]:
 
 def _python(tree: Path, code: str, *args: str) -> tuple[float, bytes]:
     """Run `code` with `tree` first on the path (no current directory); seconds and stdout."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "streams"), str(ROOT)])}
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-P", "-c", code, *args], env=env, capture_output=True, check=True
@@ -84,22 +86,22 @@ def _python(tree: Path, code: str, *args: str) -> tuple[float, bytes]:
 
 
 _RESOLVE: Final = """
-import sys, streams.core.resolve as r
+import sys, claimwatch.core.resolve as r
 assert r.__file__.endswith(sys.argv[1]), r.__file__
-from streams.cli.main import main
+from claimwatch.cli.main import main
 sys.argv = ["claimwatch", "resolve", "--jobs", "1", *sys.argv[2:]]
 main()
 """
 
 _RUNTIME: Final = """
 import sys, time
-import streams.core.processor as p
+import claimwatch.core.processor as p
 assert p.__file__.endswith(sys.argv[1]), p.__file__
 from pathlib import Path
 from bench.pipeline_bench import fresh_claims, settle_zero_policy
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames
-from streams.worker.claims.edge import Runtime
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.claims.edge import Runtime
 policy = load_policy(settle_zero_policy(Path(sys.argv[2])))
 source = fresh_claims(10_000, "c")
 records = [next(source) for _ in range(50_000)]

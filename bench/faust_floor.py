@@ -33,19 +33,20 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.worker.app import raw_table, raw_topic
+from claimwatch.worker.batching import batched_events
+from claimwatch.worker.changelog import Delivery, DirectTable
+from claimwatch.worker.loop import DEFAULT_LOOP, install_loop
+from claimwatch.worker.settings import DEFAULT_STORE
+from claimwatch.worker.store import FLUSH_EVERY_S, register, store_url
+from claimwatch.worker.timers import install_store_flush
+from claimwatch.worker.transport import broker_url
+from claimwatch.worker.transport import register as register_transport
 
 from bench import plain_resolve
 from bench.plain_stream import PlainStream
 from bench.workload import POLICY
-from streams.wire.kafka import env_bootstrap
-from streams.worker.app import raw_table, raw_topic
-from streams.worker.changelog import Delivery, DirectTable
-from streams.worker.faust_kit import batched_events, install_store_flush
-from streams.worker.loop import DEFAULT_LOOP, install_loop
-from streams.worker.settings import DEFAULT_STORE
-from streams.worker.store import FLUSH_EVERY_S, register, store_url
-from streams.worker.transport import broker_url
-from streams.worker.transport import register as register_transport
 
 #: events per batch (as the worker takes them)
 BATCH = 500

@@ -9,8 +9,9 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+from claimwatch.wire.kafka import env_bootstrap
+
 from bench.children import PARTITIONS
-from streams.wire.kafka import env_bootstrap
 
 #: A message to produce: key, value, partition.
 Produced = tuple[bytes, bytes, int]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.topics import TopicNames, ensure_topics
+
 from bench.children import Child, free_port, worker
 from bench.kafka_io import produce
 from bench.pipeline_bench import CLAIMS, FACTS, Run, _partition_ends, committed_rate, fresh_claims
-from streams.wire.kafka import env_bootstrap
-from streams.wire.topics import TopicNames, ensure_topics
 
 ROUNDS = 3
 LOOPS = ("asyncio", "uvloop")

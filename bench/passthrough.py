@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.worker.loop import DEFAULT_LOOP, install_loop
+
 from bench.kafka_io import new_producer
-from streams.wire.kafka import env_bootstrap
-from streams.worker.loop import DEFAULT_LOOP, install_loop
 
 
 async def passthrough(spec: dict[str, Any]) -> None:

@@ -19,6 +19,10 @@ from typing import Any
 
 import orjson
 import yaml
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
 from bench.children import (
     PARTITIONS,
@@ -42,10 +46,6 @@ from bench.kafka_io import (
     produce,
 )
 from bench.workload import POLICY, claims
-from streams.core.timeutil import format_rfc3339
-from streams.policy.loading import load_policy
-from streams.wire.kafka import env_bootstrap
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 
 CLAIMS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_CLAIMS", "50000"))
 FACTS = int(os.environ.get("CLAIMWATCH_BENCH_PIPELINE_FACTS", "10000"))
@@ -60,7 +60,7 @@ WARMUP_S = 3.0
 COOLDOWN_S = 3.0
 DRAIN_S = 30.0
 WORK = Path(".cache/bench")
-EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (see README)"
+EXACTLY_ONCE = "not run: faust exactly_once stalls on tick records (docs/concepts.md#delivery)"
 
 
 # ---------------------------------------------------------------------------- measurements

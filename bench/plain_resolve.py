@@ -1,4 +1,4 @@
-"""The resolve baseline: SPEC section 4 written plainly, as a competent engineer would.
+"""The resolve baseline: docs/concepts.md#decide written plainly, as an engineer would.
 
 Policy read once with PyYAML and compiled into dicts, stdlib `json`, one dict of claims per
 fact, the decision record's fields. It covers the field types of the benchmark workload

@@ -1,6 +1,6 @@
 """The streaming baseline: the plain resolver of `bench.plain_resolve`, deciding per claim.
 
-What a competent engineer writes for a stream from SPEC sections 4 and 6 at settle 0: one
+What an engineer writes for a stream from docs/concepts.md (#decide, #time) at settle 0: one
 dict of checked claims per fact, a clock per partition (the largest `observed_at` seen),
 each claim checked once on arrival, claims past their field's freshness dropped from the
 fact (for `until_edited`, a source's older claims), the fact decided again after every
@@ -29,12 +29,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.claims.edge import Runtime
+
 from bench import plain_resolve
 from bench.pipeline_bench import fresh_claims, settle_zero_policy
 from bench.workload import NOW, POLICY
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames
-from streams.worker.claims.edge import Runtime
 
 #: Runs of each side, taken in turns; the median is reported.
 RUNS: Final = 3

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from claimwatch.wire.kafka import env_bootstrap, topic_partitions
+from claimwatch.wire.topics import TopicNames
+
 from bench.tree_memory import TreePeak
 from bench.workload import NOW, POLICY
-from streams.wire.kafka import env_bootstrap
-from streams.wire.topics import TopicNames
 
 #: Claims published to the topic that both topic sides read.
 TOPIC_CLAIMS = int(os.environ.get("CLAIMWATCH_BENCH_REPLAY_TOPIC_CLAIMS", "200000"))
@@ -43,7 +44,7 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 def _cli(*args: str) -> float:
     """Run one claimwatch command in this process (its output discarded); its seconds."""
-    from streams.cli.main import build
+    from claimwatch.cli.main import build
 
     app = build()
     started = time.perf_counter()
@@ -68,8 +69,8 @@ async def _plain_read(topic: str) -> tuple[int, int]:
     )
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        partitions = await topic_partitions(env_bootstrap(), topic)
+        tps = [TopicPartition(topic, p) for p in partitions]
         end = await consumer.end_offsets(tps)
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -90,7 +91,7 @@ async def _plain_read(topic: str) -> tuple[int, int]:
 
 def side(mode: str, target: str, claims: int) -> dict[str, Any]:
     """One side, timed in this process (imports excluded): figures of `claims` claims."""
-    import streams.cli.main  # noqa: F401  (imported before the clock starts, as for every side)
+    import claimwatch.cli.main  # noqa: F401  (imported before the clock starts, as for every side)
 
     policy = str(POLICY)
     with TreePeak(every=0.25) as tree:  # the same light sampling on every side
@@ -156,9 +157,10 @@ async def _publish(prefix: str, count: int) -> int:
     Observed now, not at the workload's fixed base: a topic replay moves the partition clock
     to each record's arrival (its broker timestamp), so older claims would only expire.
     """
+    from claimwatch.wire.topics import ensure_topics
+
     from bench.kafka_io import produce
     from bench.pipeline_bench import fresh_claims
-    from streams.wire.topics import ensure_topics
 
     names = TopicNames(prefix)
     await ensure_topics(env_bootstrap(), names, PARTITIONS)

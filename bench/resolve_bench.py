@@ -2,7 +2,7 @@
 
 Both sides are run as a user runs them (a fresh interpreter, the policy file, the claims
 file, output to a pipe that is drained), so start-up, policy loading and output count.
-The baseline is `bench/plain_resolve.py` (SPEC section 4 written plainly; the test
+The baseline is `bench/plain_resolve.py` (docs/concepts.md#decide written plainly; the test
 `tests/bench/test_plain_resolve.py` holds it to claimwatch's decisions). Start-up is
 `claimwatch resolve` on an empty file, best of three, with the README's policy and with the
 benchmark's. claimwatch runs as shipped (its default `--jobs`: the cores, at most 4) and
@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from claimwatch.audit.shares import default_jobs
+
 from bench.workload import NOW, POLICY
-from streams.audit.shares import default_jobs
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 #: The README's policy; the benchmark's own adds a quantity field, which loads pint (its
@@ -29,7 +30,7 @@ CLAIMWATCH = Path(sys.executable).with_name("claimwatch")
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_POLICY = ROOT / "examples" / "policy.yaml"
 #: claimwatch's own packages (compiled to bytecode before the runs, see `_bytecode`)
-PACKAGES = [ROOT / "streams", ROOT / "schemas"]
+PACKAGES = [ROOT / "streams" / "claimwatch"]
 
 
 def _bytecode() -> None:

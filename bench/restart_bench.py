@@ -26,10 +26,10 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from claimwatch.wire.kafka import env_bootstrap
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
 from bench.children import PARTITIONS, free_port, worker
-from streams.wire.kafka import env_bootstrap
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 
 FACTS = int(os.environ.get("CLAIMWATCH_BENCH_RESTART_FACTS", "100000"))
 POLICY = Path("examples/policy.yaml")

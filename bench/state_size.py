@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import orjson
+from claimwatch.core.claim import claim_from_envelope
+from claimwatch.core.processor import PartitionProcessor
+from claimwatch.core.state import FactState
+from claimwatch.policy.loading import load_policy
 
 from bench.workload import POLICY, claims
-from streams.core.claim import claim_from_envelope
-from streams.core.processor import PartitionProcessor
-from streams.core.state import FactState
-from streams.policy.loading import load_policy
 
 
 def measure(facts: int = 2000) -> dict[str, float]:

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from streams.core.text import analyze, compare, compare_passages
-from streams.core.text.tables import lexicon
+from claimwatch.core.text import analyze, compare, compare_passages
+from claimwatch.core.text.tables import lexicon
 
 PEER = Path(__file__).resolve().parents[1].parent / "shared/peers/citenexus/conflict.json"
 

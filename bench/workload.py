@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
 
 BASE_US = parse_rfc3339("2026-09-14T09:00:00Z")
 #: The clock at which the offline benchmarks decide: every claim is within a minute of it.

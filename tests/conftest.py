@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from claimwatch import units
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.policy.loading import load_policy
 
-from streams.core import units
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import parse_rfc3339
-from streams.policy.loading import load_policy
 from tests.support.paths import EXAMPLE_POLICY
 
 NOW = "2026-09-14T09:12:30Z"

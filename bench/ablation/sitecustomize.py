@@ -13,10 +13,10 @@ import os
 import sys
 from typing import Any
 
-import streams.core.processor
-import streams.core.resolve
-import streams.worker.claims.agents
-from streams.core.claim import fact_key
+import claimwatch.core.processor
+import claimwatch.core.resolve
+import claimwatch.worker.claims.agents
+from claimwatch.core.claim import fact_key
 
 #: name -> what it switches off
 PARTS = {
@@ -48,13 +48,13 @@ def _no_reason(record: Any, freshness_us: int, settled: Any) -> str:
 def apply(names: set[str]) -> None:
     """Switch off the named parts in this process (they must be in PARTS)."""
     if "lag" in names:
-        setattr(streams.core.processor, "entry_of", _no_lag)  # noqa: B010
+        setattr(claimwatch.core.processor, "entry_of", _no_lag)  # noqa: B010
     if "metrics" in names:
-        setattr(streams.worker.claims.agents, "_count", _no_count)  # noqa: B010
+        setattr(claimwatch.worker.claims.agents, "_count", _no_count)  # noqa: B010
     if "ids" in names:
-        setattr(streams.core.resolve, "decision_id", _hashed_id)  # noqa: B010
+        setattr(claimwatch.core.resolve, "decision_id", _hashed_id)  # noqa: B010
     if "reason" in names:
-        setattr(streams.core.resolve, "reason_for", _no_reason)  # noqa: B010
+        setattr(claimwatch.core.resolve, "reason_for", _no_reason)  # noqa: B010
 
 
 _named = {n.strip() for n in os.environ.get("CLAIMWATCH_ABLATE", "").split(",") if n.strip()}

@@ -23,12 +23,12 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from streams.audit.explain import explain
-from streams.client.client import Client, DecisionTimeout
-from streams.client.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
-from streams.client.publisher import Publisher
-from streams.policy.signing_keys import client_key
-from streams.wire.kafka import env_bootstrap, env_prefix
+from claimwatch.audit.explain import explain
+from claimwatch.client.client import Client, DecisionTimeout
+from claimwatch.client.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
+from claimwatch.client.publisher import Publisher
+from claimwatch.policy.signing_keys import client_key
+from claimwatch.wire.kafka import env_bootstrap, env_prefix
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("get_invoice_status", "get_report_status")

@@ -15,8 +15,8 @@ from bench.children import Child
 ROOT = Path(__file__).resolve().parents[2]
 #: prints the name of each function an ablation may replace
 PROBE = (
-    "import streams.core.processor as p, streams.core.resolve as r, "
-    "streams.worker.claims.agents as a; "
+    "import claimwatch.core.processor as p, claimwatch.core.resolve as r, "
+    "claimwatch.worker.claims.agents as a; "
     "print(p.entry_of.__name__, r.decision_id.__name__, r.reason_for.__name__, a._count.__name__)"
 )
 

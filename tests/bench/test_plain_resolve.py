@@ -57,7 +57,7 @@ def test_the_baseline_decides_every_fact_as_claimwatch_resolve_does(tmp_path: Pa
         plain_resolve.main(str(POLICY), str(path), NOW)
     command = ["resolve", "--policy", str(POLICY), "--now", NOW, str(path)]
     ours = subprocess.run(
-        [sys.executable, "-m", "streams.cli.main", *command],
+        [sys.executable, "-m", "claimwatch.cli.main", *command],
         cwd=REPO,
         capture_output=True,
         check=True,

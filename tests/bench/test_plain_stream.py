@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.claims.edge import Runtime
 
 from bench import plain_resolve
 from bench.pipeline_bench import fresh_claims, settle_zero_policy
 from bench.plain_stream import PlainStream
 from bench.workload import POLICY
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames
-from streams.worker.claims.edge import Runtime
 
 
 def summary(record: dict[str, Any]) -> tuple[Any, ...]:

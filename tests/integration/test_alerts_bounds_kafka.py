@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.alerts.entry import MAX_ENTRIES, MAX_SOURCES_PER_ENTRY
+from claimwatch.core.alerts.shape import MAX_NAME_CHARS
 
-from streams.core.alerts.entry import MAX_ENTRIES, MAX_SOURCES_PER_ENTRY
-from streams.core.alerts.shape import MAX_NAME_CHARS
 from tests.support.claims import envelope
 from tests.support.incidents import LAG_POLICY, lagging_replica
 from tests.support.kafka import (

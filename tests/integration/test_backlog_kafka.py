@@ -14,8 +14,8 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, unique, write_policy
 
 pytest_plugins = ["tests.support.kafka"]

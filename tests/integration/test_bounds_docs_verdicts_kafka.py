@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.client.docs_client import DocsClient
+from claimwatch.models.publish import PublishResult
+from claimwatch.models.verdict import VerdictDecision
 
-from schemas.publish import PublishResult
-from schemas.verdict import VerdictDecision
-from streams.client.docs_client import DocsClient
 from tests.support.kafka import TopicReader, Workers, publish_raw, unique, write_policy
 from tests.support.verdicts import BASELINE, PII, many, signal_record
 

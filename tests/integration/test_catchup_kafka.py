@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.worker.catchup import ChangelogRecord, Gap, catch_up
 
-from streams.worker.catchup import ChangelogRecord, Gap, catch_up
 from tests.support.kafka import TopicFactory
 
 pytestmark = pytest.mark.kafka

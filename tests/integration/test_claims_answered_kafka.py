@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from claimwatch.wire.topics import TopicNames
 
-from streams.wire.topics import TopicNames
 from tests.support.claims import envelope
 from tests.support.kafka import (
     TopicReader,

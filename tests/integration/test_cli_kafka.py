@@ -24,9 +24,8 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-
-from streams.core.timeutil import parse_rfc3339
-from streams.wire.topics import TopicNames, ensure_topics
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.wire.topics import TopicNames, ensure_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -231,7 +230,7 @@ async def test_make_runs_demo_tells_the_whole_story_within_two_minutes(
     kafka_bootstrap: str, prefix: str, tmp_path: Path
 ) -> None:
     """The plain demo tells every part within 2 min; no line repeats; its worker is gone."""
-    args = [sys.executable, "-m", "streams.sim.demo", "--plain", "--duration", "125"]
+    args = [sys.executable, "-m", "claimwatch.sim.demo", "--plain", "--duration", "125"]
     args += ["--bootstrap", kafka_bootstrap, "--topic-prefix", prefix]
     args += ["--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
 
@@ -274,7 +273,7 @@ async def test_the_demo_on_a_terminal_is_a_live_dashboard_and_ctrl_c_stops_it_al
     kafka_bootstrap: str, prefix: str, tmp_path: Path
 ) -> None:
     """In a pseudo-terminal the demo draws its dashboard; SIGINT stops it and its worker."""
-    args = [sys.executable, "-m", "streams.sim.demo", "--bootstrap", kafka_bootstrap]
+    args = [sys.executable, "-m", "claimwatch.sim.demo", "--bootstrap", kafka_bootstrap]
     args += ["--topic-prefix", prefix, "--web-port", str(_free_port()), "--data-dir", str(tmp_path)]
     output = await asyncio.to_thread(_in_a_terminal, args, "invoice:INV-2 balance", 120.0)
 

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 import pytest
+from claimwatch.client.client import Client
+from claimwatch.client.facts import ClaimRefused, FactPages, WorkerBusy
 
-from streams.client.client import Client
-from streams.client.facts import ClaimRefused, FactPages, WorkerBusy
 from tests.support.claims import envelope
 from tests.support.kafka import (
     ADMIN_ENV,

@@ -10,10 +10,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from claimwatch.client.client import Client
+from claimwatch.client.facts import ClaimRefused, FactPages, fact_path
+from claimwatch.wire.topics import partition_for
 
-from streams.client.client import Client, DecisionTimeout
-from streams.client.facts import ClaimRefused, FactPages, fact_path
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
@@ -21,7 +21,6 @@ from tests.support.kafka import (
     WorkerProcess,
     Workers,
     ago,
-    free_port,
     unique,
     wait_for_ticks,
     write_policy,
@@ -88,28 +87,6 @@ async def test_decide_returns_the_decision_that_rejected_a_claim(
     decision = decided[f"{subject}|{FIELD}"]
     assert {"r-1": "rejected"} == _listed(decision)
     assert "rejected" == decision["outcome"]
-
-
-async def test_decide_times_out_cleanly_when_no_worker_answers(kafka_bootstrap: str) -> None:
-    """No worker at the URL: a DecisionTimeout naming the fact and why, after the timeout.
-
-    The deployment's topics exist (a worker made them and is gone): the claims are sent.
-    """
-    url = f"http://127.0.0.1:{free_port()}"
-    subject = unique("invoice:alone")
-    claims = [_claim("n-1", "billing-api", "paid", subject)]
-    prefix = unique("cwtest") + "."
-    await ensure_topics(kafka_bootstrap, TopicNames(prefix), 4)
-    started = time.monotonic()
-    async with Client(url, kafka_bootstrap, prefix) as client:
-        with pytest.raises(DecisionTimeout) as caught:
-            await client.decide(claims, timeout=2.0)
-    elapsed = time.monotonic() - started
-    key = f"{subject}|{FIELD}"
-    assert {key: ["n-1"]} == caught.value.pending
-    assert {key: None} == caught.value.current
-    assert f"{key}: no answer from the worker at {url}" in str(caught.value)
-    assert 2.0 <= elapsed < 10.0
 
 
 async def test_any_worker_answers_covering_by_forwarding_the_query_to_the_owner(

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
+from claimwatch.client.docs_client import DocsClient
+from claimwatch.client.publisher import Publisher
+from claimwatch.wire.topics import MissingTopic, TopicNames
+from claimwatch.worker.settings import default_app_id
 
-from streams.client.docs_client import DocsClient
-from streams.client.publisher import Publisher
-from streams.wire.topics import MissingTopic, TopicNames
-from streams.worker.settings import default_app_id
 from tests.support.kafka import CLAIMWATCH, REPO, WorkerProcess, Workers, unique
 from tests.support.paths import EXAMPLE_POLICY
 

@@ -30,8 +30,8 @@ from typing import Any, Final
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.generators import Planned, random_stream, stamp
 from tests.support.kafka import (
     CLAIMWATCH,

@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.client.docs_client import DocsClient
+from claimwatch.wire.topics import partition_for
 
-from streams.client.docs_client import DocsClient
-from streams.wire.topics import partition_for
 from tests.support.kafka import (
     TopicReader,
     WorkerProcess,

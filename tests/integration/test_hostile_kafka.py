@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.wire.topics import TopicNames
 
-from streams.core.timeutil import parse_rfc3339
-from streams.wire.topics import TopicNames
 from tests.support.hostile import HostileMessage, hostile_corpus, hostile_policy_yaml, valid_claims
 from tests.support.kafka import Record, TopicReader, Workers, rfc3339, write_policy
 
@@ -157,6 +157,6 @@ async def test_hostile_corpus_through_a_live_worker_is_accounted_for_exactly(
         for line in text.splitlines()
         if line.startswith('claimwatch_stream_events_total{event="bad_tick"}')
     )
-    assert bad_ticks == counted  # the worker's own ticks are never counted (edge.tick_at)
+    assert bad_ticks == counted  # the worker's own ticks are never counted (ticks.tick_at)
     assert "Crashed" not in worker.log
     assert "Traceback" not in worker.log

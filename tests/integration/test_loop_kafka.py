@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
+from claimwatch.client.publisher import Publisher
 
-from streams.client.publisher import Publisher
 from tests.support.claims import envelope
 from tests.support.kafka import REPO, Workers, decision_naming, rfc3339
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit.resolve_file import Batch, read_claims, resolve_batch
+from claimwatch.client.publisher import Publisher
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
-from streams.audit.resolve_file import Batch, read_claims, resolve_batch
-from streams.client.publisher import Publisher
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
     REPO,

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.core.plan_facts import MAX_PLANS_PER_FACT
+from claimwatch.models.plan import StepStatusRecord
 
-from schemas.plan import StepStatusRecord
-from streams.core.plan_facts import MAX_PLANS_PER_FACT
 from tests.support.kafka import Record, TopicReader, Workers, unique, write_policy
 
 pytest_plugins = ["tests.support.kafka"]

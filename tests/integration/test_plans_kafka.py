@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.models.plan import StepStatusRecord
+from claimwatch.wire.topics import partition_for
 
-from schemas.plan import StepStatusRecord
-from streams.wire.topics import partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import (
     Record,

@@ -19,15 +19,18 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from claimwatch.audit import replay_topic
+from claimwatch.audit.replay import Replayer
+from claimwatch.audit.replay_request import Outputs, ReplayRequest
+from claimwatch.client.publisher import Publisher
+from claimwatch.core.freshness import stale_at
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire import kafka
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.input_record import Record
+from claimwatch.worker.ticks import TICK_KEY
 
-from streams.audit.replay import Replayer
-from streams.cli import replay as replay_cmd
-from streams.client.publisher import Publisher
-from streams.core.freshness import stale_at
-from streams.core.timeutil import parse_rfc3339
-from streams.policy.loading import load_policy
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import TICK_KEY, Record
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,
@@ -252,8 +255,8 @@ async def _consume(bootstrap: str, topic: str) -> list[tuple[int, int, int, byte
     )
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        partitions = await kafka.topic_partitions(bootstrap, topic)
+        tps = [TopicPartition(topic, p) for p in partitions]
         ends = await consumer.end_offsets(tps)
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -418,11 +421,10 @@ async def _live_state(rec: Recording) -> tuple[dict[Any, Any], dict[Any, int]]:
     consumer = AIOKafkaConsumer(bootstrap_servers=rec.bootstrap, group_id=None)
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
         tps = [
             TopicPartition(topic, p)
             for topic in rec.live_topics
-            for p in sorted(consumer.partitions_for_topic(topic) or ())
+            for p in await kafka.topic_partitions(rec.bootstrap, topic)
         ]
         ends = await consumer.end_offsets(tps)
     finally:
@@ -572,14 +574,14 @@ async def test_checkpoint_resumes_byte_for_byte(
     """A replay stopped after its first partition resumes from the checkpoint to the same bytes."""
     full = await _full_replay(recording)
     out, checkpoint = recording.workdir / "resumed.jsonl", recording.workdir / "ck.json"
-    real = replay_cmd._partition_done
+    real = replay_topic.partition_done
 
     def die_after_first(*args: Any) -> None:
         real(*args)
         raise _Interrupted
 
-    monkeypatch.setattr(replay_cmd, "_partition_done", die_after_first)
-    request = replay_cmd.ReplayRequest(
+    monkeypatch.setattr(replay_topic, "partition_done", die_after_first)
+    request = ReplayRequest(
         policy=load_policy(recording.policy),
         topic=recording.names.claims,
         bootstrap=recording.bootstrap,
@@ -587,7 +589,7 @@ async def test_checkpoint_resumes_byte_for_byte(
         checkpoint=checkpoint,
     )
     with out.open("wb") as sink, pytest.raises(_Interrupted):
-        await replay_cmd.replay_topic(request, replay_cmd.Outputs(request, sink))
+        await replay_topic.replay_topic(request, Outputs(request, sink))
     monkeypatch.undo()
     saved = json.loads(checkpoint.read_text())
     assert [0] == saved["done"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.audit.replay_topic import fixed_range
+from claimwatch.audit.replay_topic_parallel import PARALLEL_FROM_RECORDS, wants_parallel
+from claimwatch.wire import kafka
+from claimwatch.wire.topics import TopicNames, ensure_topics, partition_for
 
-from streams.audit.replay import topic_range
-from streams.audit.replay_topic_parallel import PARALLEL_FROM_RECORDS, wants_parallel
-from streams.wire import kafka
-from streams.wire.topics import TopicNames, ensure_topics, partition_for
 from tests.support.cli import run_cli
 from tests.support.hostile import hostile_corpus, hostile_policy_yaml, valid_claims
 from tests.support.kafka import unique
@@ -48,8 +48,7 @@ async def _is_shared_out(bootstrap: str, topic: str) -> bool:
     consumer = kafka.consumer(bootstrap)
     await consumer.start()
     try:
-        await consumer._client.force_metadata_update()
-        return wants_parallel(await topic_range(consumer, topic, None, None), 2)
+        return wants_parallel(await fixed_range(consumer, bootstrap, topic, None, None), 2)
     finally:
         await consumer.stop()
 

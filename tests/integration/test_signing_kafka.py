@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from claimwatch.client.publisher import Publisher
+from claimwatch.core.signing import signed, verify
 
-from streams.client.publisher import Publisher
-from streams.core.signing import signed, verify
 from tests.support.claims import envelope
 from tests.support.kafka import (
     CLAIMWATCH,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from claimwatch.client.publisher import Publisher
 
-from streams.client.publisher import Publisher
 from tests.support.claims import envelope
 from tests.support.kafka import (
     TopicReader,

@@ -11,8 +11,8 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from claimwatch.wire.topics import TopicNames, TopicsRefused, ensure_topics, partition_for
 
-from streams.wire.topics import TopicNames, TopicsRefused, ensure_topics, partition_for
 from tests.support.claims import envelope
 from tests.support.kafka import TopicReader, Workers, publish_claims, rfc3339, unique
 from tests.support.paths import EXAMPLE_POLICY

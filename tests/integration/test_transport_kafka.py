@@ -6,8 +6,7 @@ from pathlib import Path
 
 import faust
 import pytest
-
-from streams.worker.transport import (
+from claimwatch.worker.transport import (
     FETCH_MAX_WAIT_MS,
     FETCH_MIN_BYTES,
     ShortWaitTransport,

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claimwatch.core.argue import VerdictArgument
+from claimwatch.models.verdict import VerdictDecision
 
-from schemas.verdict import VerdictDecision
-from streams.core.argue import VerdictArgument
 from tests.support.kafka import (
     Record,
     TopicReader,

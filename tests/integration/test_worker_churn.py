@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
+from claimwatch.wire.topics import TopicNames, partition_for
 
-from streams.wire.topics import TopicNames, partition_for
 from tests.support.kafka import REPO, TopicReader, Workers, rfc3339, unique
 
 pytest_plugins = ["tests.support.kafka"]

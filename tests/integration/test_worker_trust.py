@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.run import EXIT_STOP_OVERDUE
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.wire.topics import TopicNames
-from streams.worker.run import EXIT_STOP_OVERDUE
 from tests.support.claims import envelope
 from tests.support.kafka import (
     ADMIN_ENV,
@@ -91,7 +91,7 @@ async def decides_the_examples(
     """Publish the shifted examples; every fact decides as `claimwatch resolve` does.
 
     A fact whose claims are all older than freshness + grace at arrival is decided too: its
-    claims are listed `stale`, as the offline example shows them (SPEC section 6).
+    claims are listed `stale`, as the offline example shows them (docs/concepts.md#time).
     """
     now = datetime.now(UTC)
     claims = examples_shifted_to(now)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from streams.core.alerts import Alert, LagState, ReplicaLag
-from streams.core.alerts.entry import Entry, entry_of
-from streams.core.alerts.lag_state import FactTrack
-from streams.core.claim import Claim, fact_key
-from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
-from streams.core.timeutil import format_rfc3339
+from claimwatch.core.alerts import Alert, LagState, ReplicaLag
+from claimwatch.core.alerts.entry import DetectorEntry, entry_of
+from claimwatch.core.alerts.lag_state import FactTrack
+from claimwatch.core.claim import Claim, fact_key
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.core.timeutil import format_rfc3339
+
 from tests.support.claims import claim
 from tests.support.clocks import SECOND, T0
 
@@ -48,7 +49,7 @@ class Entries:
         self.tracks: dict[str, FactTrack] = {}
         self.outcomes: dict[str, str] = {}
 
-    def of(self, decision: dict[str, Any], now: int) -> Entry:
+    def of(self, decision: dict[str, Any], now: int) -> DetectorEntry:
         """The entry of a fact's next decision, made at clock time `now`."""
         key = fact_key(decision["subject"], decision["field"])
         previous = self.outcomes.get(key)

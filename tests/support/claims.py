@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.timeutil import format_rfc3339
-from streams.wire.codec import loads
-from streams.wire.topics import TopicNames
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.wire.codec import loads
+from claimwatch.wire.topics import TopicNames
 
 NAMES = TopicNames("t.")
 #: the default subject: the invoice of the example policy's fixtures

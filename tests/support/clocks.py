@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.core.timeutil import parse_rfc3339
+from claimwatch.core.timeutil import parse_rfc3339
 
 #: the tests' start of time
 T0 = parse_rfc3339("2026-09-14T09:00:00Z")

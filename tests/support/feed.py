@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from streams.core.policy import CompiledPolicy
-from streams.policy.loading import parse_policy
-from streams.wire.codec import loads
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import Runtime
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.policy.loading import parse_policy
+from claimwatch.wire.codec import loads
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.edge import Runtime
+
 from tests.support.hostile import HostileMessage, hostile_policy_yaml
 
 NAMES: Final = TopicNames("hostile.")

@@ -10,7 +10,7 @@ see FIELDS) with `settle: 0s`, so each claim is decided by the record that bring
 Every claim is observed at its record's time (T0 plus 1 ms per record); `timestamp_us` is
 the broker time (LogAppendTime) the record would carry.
 
-`expect` (SPEC section 6, "Bad input"):
+`expect` (docs/concepts.md#bad-input):
 - `decided`: a decision lists the claim id; `rejected` marks a claim that breaks its
   field's contract (decided `rejected`, and copied to the DLQ with the reason);
 - `dead_letter`: a record to the DLQ topic with a `claimwatch.reason` header, nothing decided;
@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+
 from tests.support.hostile_kinds import SIMPLE, Drop, Raw, encode
 
 T0: Final = parse_rfc3339("2026-09-14T09:00:00Z")

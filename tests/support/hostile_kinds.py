@@ -168,7 +168,7 @@ SIMPLE: Final[dict[str, tuple[str, dict[str, Any], str]]] = {
     "time_a_day_old": ("status", {"observed_at": "2026-09-13T09:00:00Z"}, "decided"),
     # Unicode that is valid and names a fact: decided
     "subject_right_to_left_marks": ("status", {"subject": "hostile:\u202eINV-1\u200f"}, "ok"),
-    # a field the policy does not name is rejected (strict by default, SPEC section 6)
+    # a field the policy does not name is rejected (strict by default, docs/concepts.md#bad-input)
     "field_combining_characters": ("status", {"field": "sta\u0301tus\u0308"}, "rejected"),
     "source_zero_width": ("status", {"source": "ledger\u200b\ufeff"}, "ok"),
     "subject_astral_plane": ("status", {"subject": "hostile:\U0001f9fe\U000e0001"}, "ok"),

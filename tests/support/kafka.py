@@ -31,9 +31,8 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-
-from streams.client.publisher import Publisher
-from streams.wire.topics import TopicNames
+from claimwatch.client.publisher import Publisher
+from claimwatch.wire.topics import TopicNames
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from streams.cli.main import main
-from streams.core import processor
-from streams.core.claim import Claim
+from claimwatch.cli.main import main
+from claimwatch.core import processor
+from claimwatch.core.claim import Claim
 
 POISON = "POISON"
 _original = processor.resolve_entries

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.policy import Policy
-from streams.core.policy import CompiledPolicy
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.models.policy import Policy
 
 
 def policy_with(**field: Any) -> CompiledPolicy:

@@ -6,9 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-
-from streams.core.argue import VerdictArgument
-from streams.core.timeutil import format_rfc3339
+from claimwatch.core.argue import VerdictArgument
+from claimwatch.core.timeutil import format_rfc3339
 
 BASELINE = VerdictArgument("baseline_allow", "opa", "baseline", "allowed by default", 0.3, "allow")
 

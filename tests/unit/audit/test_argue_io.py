@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from streams.audit.argue import (
+from claimwatch.audit.argue import (
     ArgueFormatError,
     detect_format,
     read_apx,

@@ -11,12 +11,12 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit.explain import explain
+from claimwatch.core.claim import claim_from_envelope
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.core.timeutil import parse_rfc3339
 
-from streams.audit.explain import explain
-from streams.core.claim import claim_from_envelope
-from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
-from streams.core.timeutil import parse_rfc3339
 from tests.support.claims import envelope
 
 CLAIMWATCH = Path(sys.executable).with_name("claimwatch")

@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit import replay
+from claimwatch.audit import resolve_file as offline
+from claimwatch.audit.replay import replay_lines
+from claimwatch.audit.resolve_file import read_claims, resolve_batch
+from claimwatch.core import processor
+from claimwatch.core.timeutil import format_rfc3339
 
-from streams.audit import replay
-from streams.audit import resolve_file as offline
-from streams.audit.replay import replay_lines
-from streams.audit.resolve_file import read_claims, resolve_batch
-from streams.core import processor
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy
@@ -22,7 +22,7 @@ from tests.support.hostile import KINDS, T0, HostileMessage, hostile_corpus, hos
 
 CORPUS = hostile_corpus(7, 2 * len(KINDS))
 NOW = format_rfc3339(T0 + 10_000_000)
-#: A file's own claims drive a replay's clock (SPEC section 6): a claim an hour ahead moves
+#: A file's own claims drive a replay's clock (docs/concepts.md#time): a claim an hour ahead moves
 #: it an hour on, and a day-old claim is stale for it (while resolve at NOW decides it
 #: otherwise); both are left out of replay files.
 CLOCK_MOVERS = frozenset({"time_an_hour_ahead", "time_a_day_old"})

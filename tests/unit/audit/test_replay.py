@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.wire.topics import partition_for
 
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.wire.topics import partition_for
 from tests.support.claims import envelope
 from tests.support.clocks import T0
 from tests.support.paths import REPO
@@ -449,7 +449,7 @@ def test_bad_policy_exits_2(stream: Path, tmp_path: Path) -> None:
     assert (2, b"") == (proc.returncode, proc.stdout)
     assert (
         f"claimwatch: {bad}:3: fields.balance.freshnes: unknown key (check the spelling "
-        "against SPEC section 3)\n"
+        "against docs/reference/policy.md)\n"
     ).encode() == proc.stderr
     assert (2, b"") == (missing.returncode, missing.stdout)
     assert (
@@ -473,7 +473,7 @@ def test_unreadable_input_and_unreachable_broker(tmp_path: Path) -> None:
         f"claimwatch: {tmp_path / 'missing.jsonl'}: cannot read: No such file or directory\n"
     ).encode() == missing.stderr
     assert (1, b"") == (dead.returncode, dead.stdout)
-    head = b"claimwatch: KafkaConnectionError: Unable to bootstrap from"
+    head = b"claimwatch: no Kafka broker answered at 127.0.0.1:9. Start one"
     assert [head] == [line[: len(head)] for line in dead.stderr.splitlines()]
 
 

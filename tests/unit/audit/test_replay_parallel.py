@@ -6,16 +6,16 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claimwatch.audit.replay import Replayer
+from claimwatch.audit.replay_parallel import home_of, jobs_for, replay_shared
+from claimwatch.audit.shares import PARALLEL_FROM_BYTES
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.policy.loading import parse_policy
+from claimwatch.wire.codec import DecodeError, decode_claim
+from claimwatch.wire.topics import partition_for
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.audit.replay import Replayer
-from streams.audit.replay_parallel import home_of, jobs_for, replay_shared
-from streams.audit.shares import PARALLEL_FROM_BYTES
-from streams.core.policy import CompiledPolicy
-from streams.policy.loading import parse_policy
-from streams.wire.codec import DecodeError, decode_claim
-from streams.wire.topics import partition_for
 from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy
 from tests.support.hostile import KINDS, T0, hostile_corpus, hostile_policy_yaml, valid_claims

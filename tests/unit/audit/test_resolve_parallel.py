@@ -7,13 +7,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claimwatch.audit.resolve_file import read_claims, resolve_lines
+from claimwatch.audit.resolve_parallel import owner_of, resolve_shared, sort_key
+from claimwatch.audit.shares import PARALLEL_FROM_BYTES
+from claimwatch.core.timeutil import format_rfc3339
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.audit.resolve_file import read_claims, resolve_lines
-from streams.audit.resolve_parallel import owner_of, resolve_shared, sort_key
-from streams.audit.shares import PARALLEL_FROM_BYTES
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim_line
 from tests.support.cli import run_cli
 from tests.support.feed import hostile_policy

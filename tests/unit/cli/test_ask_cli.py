@@ -39,8 +39,33 @@ def test_no_worker_exits_1_naming_the_url() -> None:
     done = run_cli("ask", "s", "f", "--covering", "c1", env={"CLAIMWATCH_WORKER_URL": url})
     stderr = done.stderr.decode()
     assert (1, b"") == (done.returncode, done.stdout)
-    assert stderr.startswith(f"claimwatch: no answer from the worker at {url}: ")
+    assert stderr.startswith(f"claimwatch: no worker at {url} (")
+    assert "Start one (`claimwatch worker --policy POLICY`)" in stderr
     assert 1 == len(stderr.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("options", "env", "start"),
+    [
+        (
+            ("--worker-url", "127.0.0.1:6066"),
+            {},
+            "--worker-url: worker URL '127.0.0.1:6066' has no",
+        ),
+        (
+            (),
+            {"CLAIMWATCH_WORKER_URL": "htp://w"},
+            "CLAIMWATCH_WORKER_URL 'htp://w' has the scheme",
+        ),
+    ],
+)
+def test_a_malformed_worker_url_exits_2_saying_what_a_valid_one_is(
+    options: tuple[str, ...], env: dict[str, str], start: str
+) -> None:
+    done = run_cli("ask", "s", "f", *options, env=env)
+    stderr = done.stderr.decode()
+    assert (2, True) == (done.returncode, stderr.startswith(f"claimwatch: {start}"))
+    assert "a valid one looks like http://127.0.0.1:6066" in stderr
 
 
 @pytest.mark.parametrize(

@@ -6,19 +6,19 @@ import subprocess
 import sys
 
 import pytest
+from claimwatch.cli.main import COMMANDS, build
 
-from streams.cli.main import COMMANDS, build
 from tests.support.paths import REPO
 
 #: modules a command that does not talk to Kafka must not pay for at start-up
-HEAVY = ("aiokafka", "faust", "streams.worker.run", "streams.sim.simulate")
+HEAVY = ("aiokafka", "faust", "claimwatch.worker.run", "claimwatch.sim.simulate")
 
 
 def imported_by(argv: list[str]) -> set[str]:
     """The HEAVY modules a fresh interpreter has imported once `build(argv)` returns."""
     code = (
         "import sys\n"
-        "from streams.cli.main import build\n"
+        "from claimwatch.cli.main import build\n"
         f"build({argv!r})\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )

@@ -9,12 +9,12 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit.replay import replay_lines
+from claimwatch.audit.resolve_file import read_claims, resolve_lines
+from claimwatch.cli import replay as replay_command
+from claimwatch.cli import resolve as resolve_command
+from claimwatch.worker.collector import NEVER
 
-from streams.audit.replay import replay_lines
-from streams.audit.resolve_file import read_claims, resolve_lines
-from streams.cli import replay_command
-from streams.cli import resolve as resolve_command
-from streams.worker.collector import NEVER
 from tests.support.feed import hostile_policy
 from tests.support.hostile import KINDS, T0, hostile_corpus, valid_claims
 from tests.support.paths import REPO

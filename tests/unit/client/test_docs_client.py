@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streams.client.docs_client import merge_and_publish
-from streams.core.docstore import DocState, apply
+from claimwatch.client.docs_client import merge_and_publish
+from claimwatch.core.docstore import DocState, apply
 
 PATH = "notes/plan.md"
 BASE = "a: draft\nkeep 1\nkeep 2\nb: draft\nkeep 3\nkeep 4\nc: draft\n"

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-
-from streams.client.facts import (
+from claimwatch.client.facts import (
     Answer,
     ClaimRefused,
     FactPages,
@@ -17,6 +16,7 @@ from streams.client.facts import (
     WorkerUnavailable,
     fact_path,
 )
+
 from tests.support.kafka import free_port
 
 DECISION = {"decision_id": "dec_1", "claims": [{"claim_id": "c1", "disposition": "won"}]}
@@ -126,7 +126,8 @@ async def test_no_worker_at_the_url_is_worker_unavailable() -> None:
     async with FactPages(f"http://127.0.0.1:{port}") as pages:
         with pytest.raises(WorkerUnavailable) as caught:
             await pages.ask("s", "f", ["c1"], 1.0)
-    assert str(caught.value).startswith(f"no answer from the worker at http://127.0.0.1:{port}: ")
+    assert str(caught.value).startswith(f"no worker at http://127.0.0.1:{port} (")
+    assert not caught.value.connected
 
 
 @pytest.mark.parametrize(

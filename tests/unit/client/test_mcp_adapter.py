@@ -7,11 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session
-from mcp.types import CallToolResult, ImageContent, TextContent
-
-from schemas.claim import ClaimEnvelope
-from streams.client.mcp_adapter import (
+from claimwatch.client.mcp_adapter import (
     MappingError,
     ToolMapping,
     call_tool_claim,
@@ -19,7 +15,11 @@ from streams.client.mcp_adapter import (
     load_mappings,
     parse_mappings,
 )
-from streams.core.signing import verify
+from claimwatch.core.signing import verify
+from claimwatch.models.claim import ClaimEnvelope
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult, ImageContent, TextContent
+
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "mcp"

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core.alerts.entry import entry_of
+from claimwatch.core.alerts.lag_state import FactTrack
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.processor import PartitionProcessor
+from claimwatch.core.state import FactState
+from claimwatch.core.timeutil import format_rfc3339
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.core.alerts.entry import entry_of
-from streams.core.alerts.lag_state import FactTrack
-from streams.core.policy import CompiledPolicy
-from streams.core.processor import PartitionProcessor
-from streams.core.state import FactState
-from streams.core.timeutil import format_rfc3339
 from tests.support.alerts import REPLICA
 from tests.support.claims import claim
 from tests.support.clocks import SECOND, T0

@@ -6,14 +6,14 @@ import json
 import math
 from typing import Any
 
+from claimwatch.core.alerts import Alert, ConflictSpike, LagState, SpikeState, poisson_sf
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.alert import AlertRecord
+from claimwatch.models.policy import ConflictSpikeAlert
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas.alert import AlertRecord
-from schemas.policy import ConflictSpikeAlert
-from streams.core.alerts import Alert, ConflictSpike, LagState, SpikeState, poisson_sf
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import format_rfc3339
 from tests.support.alerts import REPLICA, Feed, lagging_changes, warm_up
 from tests.support.clocks import SECOND, T0
 

@@ -8,8 +8,7 @@ import sys
 from typing import Any
 
 import pytest
-
-from streams.core.argue import (
+from claimwatch.core.argue import (
     AttackRule,
     Framework,
     FrameworkError,
@@ -19,6 +18,7 @@ from streams.core.argue import (
     grounded_extension,
     named_extensions,
 )
+
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -250,7 +250,7 @@ def test_kind_rules_never_make_self_attacks() -> None:
 
 _DETERMINISM = """
 import json, random
-from streams.core.argue import AttackRule, Framework, VerdictArgument, decide, named_extensions
+from claimwatch.core.argue import AttackRule, Framework, VerdictArgument, decide, named_extensions
 rng = random.Random(7)
 out = []
 for _ in range(40):

@@ -7,20 +7,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import claimwatch.core.argue.records as verdicts_module
 import pytest
-
-import streams.core.argue.records as verdicts_module
-from schemas.policy import Policy
-from schemas.verdict import VerdictDecision, VerdictSignal
-from streams.core.argue import Bounds, Framework, SearchLimit, VerdictArgument, decide
-from streams.core.argue.decide import AttackRule, Verdict
-from streams.core.argue.semantics import Semantics, extensions
-from streams.core.argue.verdicts import (
+from claimwatch.core.argue import Bounds, Framework, SearchLimit, VerdictArgument, decide
+from claimwatch.core.argue.decide import AttackRule, VerdictOutcome
+from claimwatch.core.argue.semantics import Semantics, extensions
+from claimwatch.core.argue.verdicts import (
     MAX_CLOCK_US,
     VerdictConfig,
     VerdictLimits,
     VerdictRunner,
 )
+from claimwatch.models.policy import Policy
+from claimwatch.models.verdict import VerdictDecision, VerdictSignal
+
 from tests.support.clocks import SECOND, T0
 from tests.support.verdicts import BASELINE, PII, POLICY, many, signal_obj
 
@@ -89,7 +89,7 @@ def test_work_at_twice_the_bound_is_the_work_at_the_bound(monkeypatch: pytest.Mo
     built: list[int] = []
     real = verdicts_module.decide
 
-    def counting(arguments: Sequence[VerdictArgument], *rest: Any) -> Verdict:
+    def counting(arguments: Sequence[VerdictArgument], *rest: Any) -> VerdictOutcome:
         verdict = real(arguments, *rest)
         built.append(len(verdict.attacks))
         return verdict
@@ -152,7 +152,7 @@ def test_a_request_whose_deciding_raises_is_answered_and_the_others_go_on(
     """A poison request is decided undecided with internal_error; the rest are decided."""
     real = verdicts_module.decide
 
-    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> Verdict:
+    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> VerdictOutcome:
         if any(a.id == "poison" for a in arguments):
             raise ZeroDivisionError("poisoned")
         return real(arguments, *rest)
@@ -183,7 +183,7 @@ def test_a_request_whose_deadline_raises_leaves_the_tick_to_the_others(
     """Two requests due at one tick: the poison one is quarantined, the other decided."""
     real = verdicts_module.decide
 
-    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> Verdict:
+    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> VerdictOutcome:
         if any(a.id == "poison" for a in arguments):
             raise RecursionError("deep")
         return real(arguments, *rest)
@@ -202,7 +202,7 @@ def test_a_request_whose_deadline_raises_leaves_the_tick_to_the_others(
 
 
 def test_a_signal_ten_years_ahead_is_refused_and_later_requests_are_decided() -> None:
-    """SPEC 6: a signal beyond the clock plus clock_skew moves nothing and is listed refused.
+    """A signal beyond the clock plus clock_skew moves nothing and is listed refused.
 
     Before the bound, the forged signal moved the clock ten years on: the later request's
     deadline lay ten years ahead and no tick ever reached it.

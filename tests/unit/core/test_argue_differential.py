@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from claimwatch.core.argue import Framework, acceptance, named_extensions
 from py_arg.abstract_argumentation_classes.abstract_argumentation_framework import (
     AbstractArgumentationFramework,
 )
@@ -15,8 +16,6 @@ from py_arg.algorithms.semantics.get_complete_extensions import get_complete_ext
 from py_arg.algorithms.semantics.get_grounded_extension import get_grounded_extension
 from py_arg.algorithms.semantics.get_preferred_extensions import get_preferred_extensions
 from py_arg.algorithms.semantics.get_stable_extensions import get_stable_extensions
-
-from streams.core.argue import Framework, acceptance, named_extensions
 
 SEMANTICS = ("grounded", "complete", "preferred", "stable")
 Attacks = list[tuple[int, int]]

@@ -6,17 +6,17 @@ import json
 from typing import Any
 
 import pytest
-
-from schemas.policy import Policy
-from schemas.verdict import VerdictDecision, VerdictSignal
-from streams.core.argue import VerdictArgument
-from streams.core.argue.verdicts import (
+from claimwatch.core.argue import VerdictArgument
+from claimwatch.core.argue.verdicts import (
     RequestState,
     VerdictConfig,
     VerdictProcessor,
     VerdictRunner,
 )
-from streams.core.timeutil import format_rfc3339
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.policy import Policy
+from claimwatch.models.verdict import VerdictDecision, VerdictSignal
+
 from tests.support.clocks import SECOND, T0
 from tests.support.paths import REPO
 from tests.support.verdicts import BASELINE, PII, POLICY, TRUST, signal_obj
@@ -42,7 +42,7 @@ def _at(seconds: float) -> int:
 
 def test_policy_without_argumentation_section_stays_valid() -> None:
     """The example policy has no argumentation section and gets the defaults."""
-    from streams.policy.loading import load_policy
+    from claimwatch.policy.loading import load_policy
 
     policy = load_policy(ROOT / "examples" / "policy.yaml").policy
     assert ([], "grounded", 10 * SECOND) == (
@@ -152,7 +152,7 @@ def test_decisions_come_out_in_deadline_order_and_ids_are_deterministic() -> Non
 
 def test_schema_files_for_verdicts_are_generated() -> None:
     """Both verdict schemas are among the checked-in schema files."""
-    from schemas.generate import OUT_DIR
+    from claimwatch.models.generate import OUT_DIR
 
     names = {p.name for p in OUT_DIR.glob("*.schema.json")}
     expected = {"verdict_signal.schema.json", "verdict_decision.schema.json"}

@@ -8,20 +8,20 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.claim import EnvelopeError, claim_from_envelope
+from claimwatch.core.limits import INT64_MAX, INT64_MIN, MAX_NESTING, describe_int, scan
+from claimwatch.core.normalize import NormalizationError, canonical
+from claimwatch.core.policy import MAX_CACHED, CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.core.signing import verify
+from claimwatch.core.state import FactState
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.policy import FieldPolicy
+from claimwatch.policy.loading import parse_policy
+from claimwatch.wire.codec import DecodeError, decode_claim, dumps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.policy import FieldPolicy
-from streams.core.claim import EnvelopeError, claim_from_envelope
-from streams.core.limits import INT64_MAX, INT64_MIN, MAX_NESTING, describe_int, scan
-from streams.core.normalize import NormalizationError, canonical
-from streams.core.policy import MAX_CACHED, CompiledPolicy
-from streams.core.resolve import resolve
-from streams.core.signing import verify
-from streams.core.state import FactState
-from streams.core.timeutil import format_rfc3339
-from streams.policy.loading import parse_policy
-from streams.wire.codec import DecodeError, decode_claim, dumps
 from tests.support.claims import envelope
 from tests.support.feed import feed, hostile_policy, hostile_runtime
 from tests.support.hostile import LATENESS_US, T0, HostileMessage, hostile_policy_yaml

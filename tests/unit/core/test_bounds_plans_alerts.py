@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from streams.core.alerts.entry import MAX_SOURCES_PER_ENTRY, EntryError, entry_from_obj
-from streams.core.alerts.spike import ConflictSpike, SpikeState
-from streams.core.plan_facts import MAX_PLANS_PER_FACT, on_interest
-from streams.core.plans import MAX_PLAN_FACTS, Plan, Step, rejected
+from claimwatch.core.alerts.entry import MAX_SOURCES_PER_ENTRY, EntryError, entry_from_obj
+from claimwatch.core.alerts.spike import ConflictSpike, SpikeState
+from claimwatch.core.plan_facts import MAX_PLANS_PER_FACT, on_interest
+from claimwatch.core.plans import MAX_PLAN_FACTS, Plan, Step, rejected
 
 
 def spike_cost(sources: int) -> float:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core.decision import claim_record
+from claimwatch.core.entry import ClaimEntry
+from claimwatch.models.policy import Authority
 
-from schemas.policy import Authority
-from streams.core.decision import claim_record
-from streams.core.entry import Entry
 from tests.support.claims import claim
 
 
 def _keys(**extra: Any) -> list[str]:
-    entry = Entry(
+    entry = ClaimEntry(
         claim("c-1", "billing-api", "paid", **extra), Authority.SYSTEM_OF_RECORD, 3, "l", True
     )
     entry.disposition = "won"
@@ -47,8 +47,8 @@ def test_the_same_keys_sent_in_another_order_give_the_same_record_order() -> Non
     """An envelope's key order as sent never changes the record's (kept per key set)."""
     first = claim("c-1", "billing-api", "paid", zeta=1, trace_id="t")
     shuffled = dict(reversed(list(first.envelope.items())))
-    entry = Entry(first, Authority.SYSTEM_OF_RECORD, 3, "l", True)
-    again = Entry(
+    entry = ClaimEntry(first, Authority.SYSTEM_OF_RECORD, 3, "l", True)
+    again = ClaimEntry(
         claim("c-1", "billing-api", "paid", zeta=1, trace_id="t"),
         Authority.SYSTEM_OF_RECORD,
         3,

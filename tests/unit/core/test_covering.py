@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from streams.core.covering import (
+from claimwatch.core.covering import (
     MAX_IDS,
     QueryError,
     covering_ids,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core import processor as processor_module
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.processor import PartitionProcessor
+from claimwatch.core.timeutil import format_rfc3339
 
-from streams.core import processor as processor_module
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.processor import PartitionProcessor
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claimwatch.core.alerts import Alert
+from claimwatch.core.alerts.runner import AlertRunner
+from claimwatch.core.claim import claim_from_envelope
+from claimwatch.core.processor import PartitionProcessor, StepResult
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.models.claim import ClaimEnvelope
+from claimwatch.policy.loading import load_policy
+from claimwatch.sim.simulate import HOUR, LAG_DELAY_US, MINUTE, SECOND, Traffic, plan, simulate
 
-from schemas.claim import ClaimEnvelope
-from streams.core.alerts import Alert
-from streams.core.alerts.runner import AlertRunner
-from streams.core.claim import claim_from_envelope
-from streams.core.processor import PartitionProcessor, StepResult
-from streams.core.timeutil import parse_rfc3339
-from streams.policy.loading import load_policy
-from streams.sim.simulate import HOUR, LAG_DELAY_US, MINUTE, SECOND, Traffic, plan, simulate
 from tests.support.paths import EXAMPLE_POLICY
 
 SEEDS = range(20)

@@ -6,10 +6,7 @@ import hashlib
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
-
-from schemas.publish import PublishRequest, PublishResult
-from streams.core.docstore import (
+from claimwatch.core.docstore import (
     MAX_BODY_BYTES,
     REMEMBERED_ANSWERS,
     DocLimits,
@@ -18,6 +15,8 @@ from streams.core.docstore import (
     apply,
     validate,
 )
+from claimwatch.models.publish import PublishRequest, PublishResult
+from pydantic import ValidationError
 
 
 def _req(body: str, expected: int | None = 0, op: str = "publish", **extra: Any) -> dict[str, Any]:

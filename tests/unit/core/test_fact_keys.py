@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from claimwatch.core.claim import fact_key
+from claimwatch.core.state import FactState
 
-from streams.core.claim import fact_key
-from streams.core.state import FactState
 from tests.support.claims import claim
 
 

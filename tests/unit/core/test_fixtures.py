@@ -1,12 +1,13 @@
-"""The nine disagreement fixtures of the source essay, plus the rules SPEC section 4 adds."""
+"""The nine disagreement fixtures of the source essay, plus the rules of docs/concepts.md#decide."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from schemas.policy import Authority, OnConflict
-from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.models.policy import Authority, OnConflict
+
 from tests.support.claims import claim
 
 

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final, get_args
 
 import pytest
+from claimwatch.core.claim import fact_key
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.state import FactState
+from claimwatch.models.decision import Disposition
+from claimwatch.wire.codec import DecodeError, decode_claim, dumps, loads
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
+from claimwatch.worker.claims.facts import MemoryFacts
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from schemas.decision import Disposition
-from streams.core.claim import fact_key
-from streams.core.policy import CompiledPolicy
-from streams.core.state import FactState
-from streams.wire.codec import DecodeError, decode_claim, dumps, loads
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.claims.facts import MemoryFacts
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.generators import (
     FUZZ,
     T0_US,
@@ -44,6 +44,8 @@ POLICY = fuzz_policy()
 NAMES: Final = TopicNames("fz.")
 PARTITIONS: Final = 2
 S: Final = 1_000_000
+#: A price that keeps the `price` field's contract.
+USD: Final = {"amount": 1250, "currency": "USD"}
 DISPOSITIONS: Final = frozenset(get_args(Disposition))
 
 
@@ -176,6 +178,13 @@ NUMBER_TIMES: Final = [
     _claim_at("inv:1|status", "later", "2026-09-14T09:12:31Z", "paid", source="index"),
 ]
 
+#: A fact's window open at a restart, on a partition no record reaches after it: the end
+#: of the input closed only the partitions a record had reached, so it was never decided.
+RESTARTED_UNTOUCHED: Final = [
+    _claim_at("inv:2|price", "open", "2026-09-14T09:12:30Z", USD, stamp_us=T0_US),
+    _claim_at("acct:7|price", "other", "2026-09-14T09:12:34Z", USD, stamp_us=T0_US + 4 * S),
+]
+
 #: Claims pruning takes out of the running before their fact's first decision: each is
 #: still listed (`stale`) in that decision.
 DROPPED_EXAMPLES: Final = (SUPERSEDED_IN_ITS_WINDOW, BEYOND_MAX_LINEAGES, PRUNED_AT_ITS_DEADLINE)
@@ -228,7 +237,9 @@ def test_nothing_raises_in_the_partition_step(items: list[StreamItem], restart: 
             assert listed["disposition"] != "rejected" or listed["error"]
 
 
-@any_stream(*((items, None) for items in DROPPED_EXAMPLES), (NUMBER_TIMES, 3))
+@any_stream(
+    *((items, None) for items in DROPPED_EXAMPLES), (NUMBER_TIMES, 3), (RESTARTED_UNTOUCHED, 1)
+)
 def test_every_claim_is_decided_or_dead_lettered(
     items: list[StreamItem], restart: int | None
 ) -> None:
@@ -240,6 +251,11 @@ def test_every_claim_is_decided_or_dead_lettered(
 def test_a_dropped_claim_is_still_answered(items: list[StreamItem]) -> None:
     """The failures found, one by one: each claim is listed in a decision of its fact."""
     assert [] == unanswered(run(POLICY, items))
+
+
+def test_a_window_open_at_a_restart_is_closed_at_the_end_of_the_input() -> None:
+    """Found by the generators: its partition saw no record after the restart."""
+    assert [] == unanswered(run(POLICY, RESTARTED_UNTOUCHED, restart_at=1))
 
 
 @pytest.mark.parametrize(

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any, Final, get_args
 
 import pytest
+from claimwatch.core.claim import EARLIEST_OBSERVED_US, LATEST_OBSERVED_US, Claim
+from claimwatch.core.resolve import resolve
+from claimwatch.models.decision import Disposition, Outcome
+from claimwatch.wire.codec import DecodeError, claim_of, decode_claim, dumps, loads
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from schemas.decision import Disposition, Outcome
-from streams.core.claim import EARLIEST_OBSERVED_US, LATEST_OBSERVED_US, Claim
-from streams.core.resolve import resolve
-from streams.wire.codec import DecodeError, claim_of, decode_claim, dumps, loads
 from tests.support.generators import (
     FIELD_TYPES,
     FIELDS,

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core import processor as processor_module
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.decision import decision_id
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.processor import PartitionProcessor, StepResult
+from claimwatch.core.size import MAX_CLAIM_ENCODED_BYTES, MAX_FACT_CLAIM_BYTES, claim_size
+from claimwatch.core.state import FactState
+from claimwatch.core.text.words import MAX_NUMBER_DIGITS, parse_number
+from claimwatch.core.timeutil import format_rfc3339
 
-from streams.core import processor as processor_module
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.decision import decision_id
-from streams.core.policy import CompiledPolicy
-from streams.core.processor import PartitionProcessor, StepResult
-from streams.core.size import MAX_CLAIM_ENCODED_BYTES, MAX_FACT_CLAIM_BYTES, claim_size
-from streams.core.state import FactState
-from streams.core.text.words import MAX_NUMBER_DIGITS, parse_number
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from claimwatch.core.merge import MergeResult, merge, split_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.core.merge import MergeResult, merge, split_lines
 from tests.support.merge_edits import disjoint_edits
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

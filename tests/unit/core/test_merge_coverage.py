@@ -1,4 +1,4 @@
-"""Branch coverage gate: the merge tests cover every line and branch of streams/core/merge.py."""
+"""Branch coverage gate: the merge tests cover every line and branch of `claimwatch.core.merge`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.support.paths import REPO
 
 ROOT = REPO
-MERGE = ROOT / "streams" / "core" / "merge.py"
+MERGE = ROOT / "streams" / "claimwatch" / "core" / "merge.py"
 TESTS = ["tests/unit/core/test_merge.py", "tests/unit/core/test_merge_differential.py"]
 
 
@@ -40,7 +40,7 @@ def test_merge_tests_cover_every_branch(tmp_path: Path) -> None:
         tmp_path,
         "run",
         "--branch",
-        "--include=*/streams/core/merge.py",
+        "--include=*/streams/claimwatch/core/merge.py",
         "-m",
         "pytest",
         "-q",
@@ -53,7 +53,9 @@ def test_merge_tests_cover_every_branch(tmp_path: Path) -> None:
     done = _coverage(tmp_path, "json", "-o", str(report))
     assert 0 == done.returncode, done.stderr
     data = json.loads(report.read_text(encoding="utf-8"))
-    (measured,) = [name for name in data["files"] if name.endswith("streams/core/merge.py")]
+    (measured,) = [
+        name for name in data["files"] if name.endswith("streams/claimwatch/core/merge.py")
+    ]
     summary = data["files"][measured]["summary"]
     assert 0 < summary["num_branches"]
     assert (summary["num_statements"], summary["num_branches"]) == (

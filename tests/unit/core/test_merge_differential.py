@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from claimwatch.core.merge import Style, merge
 
-from streams.core.merge import Style, merge
 from tests.support.merge_edits import Edits, disjoint_edits, same_line_conflict
 
 CASES = 300

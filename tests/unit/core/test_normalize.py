@@ -1,4 +1,4 @@
-"""Normalization per field type (SPEC section 3): canonical values, rejections and agreement."""
+"""Normalization per field type: canonical values, rejections and agreement."""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from schemas.policy import FieldPolicy
-from streams.core.normalize import (
+from claimwatch.core.normalize import (
     ABSENT,
     NormalizationError,
     canonical,
     normalizer_for,
 )
-from streams.core.units import UnitError, check_unit, convert_uncached, converter
+from claimwatch.models.policy import FieldPolicy
+from claimwatch.units import UnitError, check_unit, convert_uncached, converter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 STATUSES = ["paid", "unpaid", "overdue", "refunded"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from claimwatch.core.policy import FieldRule, is_owner
 
-from streams.core.policy import FieldRule, is_owner
 from tests.support.policies import policy_with
 
 

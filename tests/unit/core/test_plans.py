@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from streams.core.plan_facts import FactInterest, on_fact_decision, on_interest
-from streams.core.plans import (
+from claimwatch.core.plan_facts import FactInterest, on_fact_decision, on_interest
+from claimwatch.core.plans import (
     DecisionView,
     Plan,
     PlanBook,
@@ -22,6 +19,8 @@ from streams.core.plans import (
     statuses,
     step_status,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PAY = "inv-1|payment_status"

@@ -6,13 +6,13 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.processor import PartitionProcessor, StepResult
+from claimwatch.core.prune import MAX_SEEN_PER_FACT
+from claimwatch.core.state import FactState
+from claimwatch.core.timeutil import format_rfc3339
 
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.policy import CompiledPolicy
-from streams.core.processor import PartitionProcessor, StepResult
-from streams.core.prune import MAX_SEEN_PER_FACT
-from streams.core.state import FactState
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

@@ -6,17 +6,17 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.contract import check
+from claimwatch.core.resolve import resolve, resolve_entries
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.models.durations import US_PER_S
+from claimwatch.models.policy import RANK, Authority
+from claimwatch.policy.loading import load_policy
+from claimwatch.wire.codec import dumps
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from schemas.durations import US_PER_S
-from schemas.policy import RANK, Authority
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.contract import check
-from streams.core.resolve import resolve, resolve_entries
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.policy.loading import load_policy
-from streams.wire.codec import dumps
 from tests.support.claims import claim
 from tests.support.paths import REPO
 
@@ -159,7 +159,7 @@ def test_adding_a_stale_claim_never_changes_the_outcome(
     """A claim older than the freshness budget leaves outcome, value, canonical and action alone."""
     field, claims = fact
     before = _decide(claims)
-    # SPEC 4.1: only a fact whose every claim is rejected is `rejected`; any claim that is
+    # docs/concepts.md#decide: only a fact whose every claim is rejected is `rejected`; any claim
     # not rejected (a stale one included) makes such a fact `insufficient` instead.
     assume("rejected" != before["outcome"])
     stale_offsets = st.integers(-6 * 3600, -FRESHNESS_S - 1)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import orjson
 import pytest
+from claimwatch.audit.resolve_file import read_claims
+from claimwatch.client.publisher import InvalidClaim, Publisher, validate
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.signing import canonical_bytes, sign, signature_problem, signed, verify
+from claimwatch.models.policy import Policy
+from claimwatch.policy.loading import load_policy
+from claimwatch.policy.signing_keys import client_key, client_kid, load_signing_keys
+from claimwatch.policy.source import PolicyError
 
-from schemas.policy import Policy
-from streams.audit.resolve_file import read_claims
-from streams.client.publisher import InvalidClaim, Publisher, validate
-from streams.core.policy import CompiledPolicy
-from streams.core.signing import canonical_bytes, sign, signature_problem, signed, verify
-from streams.policy.loading import load_policy
-from streams.policy.signing_keys import client_key, client_kid, load_signing_keys
-from streams.policy.source import PolicyError
 from tests.support.claims import envelope
 
 KEY = b"ledger-secret-of-at-least-32-bytes"

@@ -7,12 +7,12 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.audit.resolve_file import read_claims
+from claimwatch.client.publisher import validate
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.signing import canonical_bytes, signature_problem, signed
+from claimwatch.models.policy import Policy
 
-from schemas.policy import Policy
-from streams.audit.resolve_file import read_claims
-from streams.client.publisher import validate
-from streams.core.policy import CompiledPolicy
-from streams.core.signing import canonical_bytes, signature_problem, signed
 from tests.support.claims import envelope
 
 OLD = b"o" * 32

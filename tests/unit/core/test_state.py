@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from streams.core.claim import claim_from_envelope
-from streams.core.state import FactState, content_hash, pack, unpack
+from claimwatch.core.claim import claim_from_envelope
+from claimwatch.core.state import FactState, content_hash, pack, unpack
 
 BASE: dict[str, Any] = {
     "claim_id": "c-1",

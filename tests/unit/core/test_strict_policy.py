@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core.claim import claim_from_envelope
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.processor import PartitionProcessor
+from claimwatch.core.resolve import resolve
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.policy import Policy
 
-from schemas.policy import Policy
-from streams.core.claim import claim_from_envelope
-from streams.core.policy import CompiledPolicy
-from streams.core.processor import PartitionProcessor
-from streams.core.resolve import resolve
-from streams.core.timeutil import format_rfc3339
 from tests.support.claims import claim, envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

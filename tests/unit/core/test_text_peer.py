@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from claimwatch.core.text import compare
 
-from streams.core.text import compare
 from tests.support.paths import REPO
 
 ROOT = REPO

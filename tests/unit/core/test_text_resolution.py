@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from schemas.policy import Policy
-from streams.core.claim import Claim, claim_from_envelope
-from streams.core.normalize import normalizer_for
-from streams.core.policy import CompiledPolicy
-from streams.core.resolve import resolve
-from streams.core.timeutil import parse_rfc3339
+from claimwatch.core.claim import Claim, claim_from_envelope
+from claimwatch.core.normalize import normalizer_for
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.resolve import resolve
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.models.policy import Policy
+
 from tests.support.claims import envelope
 
 NOW = parse_rfc3339("2026-09-14T10:00:00Z")

@@ -6,16 +6,16 @@ import importlib
 from importlib import resources
 
 import pytest
+from claimwatch.core.text import compare, compare_passages
+from claimwatch.core.text.tables import lexicon
+from claimwatch.core.text.tokenize import analyze
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.core.text import compare, compare_passages
-from streams.core.text.tables import lexicon
-from streams.core.text.tokenize import analyze
 from tests.support.paths import REPO
 
 #: The module (the package exports its `compare` function under the same name).
-compare_module = importlib.import_module("streams.core.text.compare")
+compare_module = importlib.import_module("claimwatch.core.text.compare")
 ROOT = REPO
 PEER = ROOT.parent / "shared" / "peers" / "citenexus" / "conflict.json"
 
@@ -318,7 +318,7 @@ def _pair(left: str, right: str) -> tuple[bool, bool]:
 def test_tables_are_package_data() -> None:
     """The word tables load from the JSON files shipped in the package."""
     lex = lexicon()
-    data = resources.files("streams.core.text").joinpath("data")
+    data = resources.files("claimwatch.core.text").joinpath("data")
     names = {"en.json", "ta.json", "te.json", "ar.json", "ja.json", "zh.json", "units.json"}
     assert names == {entry.name for entry in data.iterdir() if entry.name.endswith(".json")}
     assert ("neg", "") == lex.words["not"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
+from claimwatch.core.timeutil import TimestampError, as_rfc3339, format_rfc3339, parse_rfc3339
 from hypothesis import given
 from hypothesis import strategies as st
-
-from streams.core.timeutil import TimestampError, as_rfc3339, format_rfc3339, parse_rfc3339
 
 # (case id, RFC 3339 text, expected rendering in UTC)
 ACCEPTED = [

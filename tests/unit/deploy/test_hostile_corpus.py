@@ -49,7 +49,7 @@ def test_corpus_is_deterministic_for_a_seed() -> None:
 
 @pytest.mark.parametrize("kind", sorted({m.kind for m in CORPUS}))
 def test_every_hostile_record_is_handled_as_expected(kind: str) -> None:
-    """Decided, dead-lettered, ignored as a redelivery or as a bad tick, as SPEC section 6 says."""
+    """Decided, dead-lettered, or ignored (a redelivery, a bad tick): docs/concepts.md#bad-input."""
     problems = [(o.message.expect, o.problem()) for o in outcomes_of(kind) if o.problem()]
     assert [] == problems
 

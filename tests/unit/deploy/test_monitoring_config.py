@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
+from claimwatch.wire.topics import TopicNames
 
-from streams.wire.topics import TopicNames
 from tests.support.metrics import COMPOSE, named_metrics
 
 
@@ -73,8 +73,8 @@ def test_rules_and_dashboard_name_only_metrics_the_worker_defines() -> None:
     Labelled series with no child yet (claimwatch_agent_crashes_total before a crash) have no
     sample in a scrape, so the names come from the registry's families, not from the samples.
     """
-    from streams.policy.loading import load_policy
-    from streams.worker.metrics import Metrics
+    from claimwatch.policy.loading import load_policy
+    from claimwatch.worker.metrics import Metrics
 
     defined: set[str] = set()
     for family in Metrics(load_policy("examples/policy.yaml")).registry.collect():

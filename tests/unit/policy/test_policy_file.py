@@ -6,12 +6,12 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.models.durations import UNTIL_EDITED, US_PER_MS, US_PER_S
+from claimwatch.models.policy import Authority
+from claimwatch.policy.loading import load_policy, parse_policy
+from claimwatch.policy.source import MAX_POLICY_BYTES, PolicyError
 
-from schemas.durations import UNTIL_EDITED, US_PER_MS, US_PER_S
-from schemas.policy import Authority
-from streams.core.policy import CompiledPolicy
-from streams.policy.loading import load_policy, parse_policy
-from streams.policy.source import MAX_POLICY_BYTES, PolicyError
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "policy.yaml"

@@ -8,9 +8,9 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from claimwatch.policy.loading import load_policy, parse_policy
+from claimwatch.policy.source import PolicyError
 
-from streams.policy.loading import load_policy, parse_policy
-from streams.policy.source import PolicyError
 from tests.support.paths import REPO
 
 HEAD = """\
@@ -196,7 +196,7 @@ def test_the_resolve_command_exits_2_on_an_unsigned_system_of_record(tmp_path: P
     (tmp_path / "c.jsonl").write_text("")
     command = ["resolve", "--policy", str(path), str(tmp_path / "c.jsonl")]
     done = subprocess.run(
-        [sys.executable, "-m", "streams.cli.main", *command],
+        [sys.executable, "-m", "claimwatch.cli.main", *command],
         cwd=REPO,
         capture_output=True,
         text=True,

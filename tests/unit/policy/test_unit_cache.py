@@ -11,9 +11,8 @@ from typing import Any
 
 import orjson
 import pytest
-
-from streams.core import units
-from streams.policy import unit_cache
+from claimwatch import units
+from claimwatch.policy import unit_cache
 
 
 def _kg_in_g(registry: Any) -> float:
@@ -106,10 +105,10 @@ def test_a_folder_put_in_place_first_by_another_process_is_kept(
 #: prints the decision's canonical value and whether pint was imported.
 _QUANTITY_RUN = """
 import sys
-from streams.core.resolve import resolve
-from streams.core.policy import CompiledPolicy
-from streams.policy.loading import parse_policy
-from streams.wire.codec import decode_claim
+from claimwatch.core.resolve import resolve
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.policy.loading import parse_policy
+from claimwatch.wire.codec import decode_claim
 text = 'policy_version: u\\nsources: {s: {authority: system_of_record}}\\n' + (
     'fields: {weight: {type: quantity, unit: kg, freshness: 5m}}\\n'
 )

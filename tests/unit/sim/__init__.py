@@ -1,1 +1,1 @@
-"""Tests of the simulator (streams/sim)."""
+"""Tests of the simulator (streams/claimwatch/sim)."""

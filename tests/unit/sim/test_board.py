@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from claimwatch.sim.board import Board
 from rich.console import Console
-
-from streams.sim.board import Board
 
 
 def _decision(

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
-from streams.core.timeutil import parse_rfc3339
-from streams.sim.live import Event, run_live, run_suffix, schedule, truth_line
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.sim.live import Event, run_live, run_suffix, schedule, truth_line
 
 START = "2026-09-14T06:00:00Z"
 WALL = parse_rfc3339("2026-12-05T11:00:00Z")

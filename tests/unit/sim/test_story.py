@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.sim.board import Board
-from streams.sim.simulate import simulate
-from streams.sim.story import (
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.sim.board import Board
+from claimwatch.sim.simulate import simulate
+from claimwatch.sim.story import (
     LIVE_LATENCY_US,
     SECOND,
     SPIKE_S,
@@ -19,6 +18,7 @@ from streams.sim.story import (
     aligned_start,
     story,
 )
+
 from tests.support.cli import run_cli
 
 DEMO_POLICY = Path(__file__).resolve().parents[3] / "examples" / "demo-policy.yaml"

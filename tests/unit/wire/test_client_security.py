@@ -6,9 +6,8 @@ import ssl
 
 import faust
 import pytest
-
-from streams.wire.kafka import client_security
-from streams.worker.app import _credentials
+from claimwatch.wire.kafka import client_security
+from claimwatch.worker.app import _credentials
 
 _VARS = (
     "CLAIMWATCH_SECURITY_PROTOCOL",

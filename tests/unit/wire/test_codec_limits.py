@@ -7,12 +7,12 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.claim import Claim
+from claimwatch.core.limits import MAX_NESTING
+from claimwatch.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of, decode_claim, keeps_limits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.core.claim import Claim
-from streams.core.limits import MAX_NESTING
-from streams.wire.codec import MAX_CLAIM_BYTES, DecodeError, claim_of, decode_claim, keeps_limits
 from tests.support.claims import envelope
 from tests.support.hostile import hostile_corpus
 

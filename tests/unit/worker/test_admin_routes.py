@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from claimwatch.worker.app import build_app
+from claimwatch.worker.pages import MIN_ADMIN_TOKEN_CHARS, admin_refusal
+from claimwatch.worker.settings import WorkerSettings
 
-from streams.worker.app import build_app
-from streams.worker.pages import MIN_ADMIN_TOKEN_CHARS, admin_refusal
-from streams.worker.settings import WorkerSettings
 from tests.support.paths import EXAMPLE_POLICY
 
 TOKEN = "s3cret-admin-token-0123456789"

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.core.alerts.entry import Entry
-from streams.core.alerts.lag_state import FactTrack, LagState
-from streams.core.alerts.runner import AlertRunner
-from streams.core.alerts.spike import SpikeState
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import parse_rfc3339
-from streams.wire.codec import dumps
-from streams.worker.alerts.edge import FACT_SEP, AlertRuntime
-from streams.worker.edge import tick_value
+from claimwatch.core.alerts.entry import DetectorEntry
+from claimwatch.core.alerts.lag_state import FactTrack, LagState
+from claimwatch.core.alerts.runner import AlertRunner
+from claimwatch.core.alerts.spike import SpikeState
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import parse_rfc3339
+from claimwatch.wire.codec import dumps
+from claimwatch.worker.alerts.edge import FACT_SEP, AlertRuntime
+from claimwatch.worker.ticks import tick_value
+
 from tests.support.alerts import REPLICA, Entries, Facts, lagging_changes, warm_up
 from tests.support.clocks import SECOND, T0
 
@@ -31,7 +32,7 @@ class CountingTable(dict[bytes, bytes]):
         super().__setitem__(key, value)
 
 
-def entries_record(entries: list[Entry]) -> bytes:
+def entries_record(entries: list[DetectorEntry]) -> bytes:
     """One alerts-input record of the field's entries, as the claims agent sends them."""
     return dumps({"field": FIELD, "entries": entries})
 
@@ -124,7 +125,7 @@ def test_the_live_edge_raises_what_the_replay_runner_raises(policy: CompiledPoli
     live: list[dict[str, Any]] = []
     replayed: list[dict[str, Any]] = []
     next_tick = T0
-    pending: list[Entry] = []
+    pending: list[DetectorEntry] = []
     for decision in recorded.decisions:
         now = parse_rfc3339(decision["decided_at"])
         while next_tick < now:  # the partition clock ticks every 10 s; a record per tick

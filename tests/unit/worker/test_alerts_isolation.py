@@ -11,22 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from claimwatch.core.alerts.entry import EntryError, entries_from_obj
+from claimwatch.core.alerts.lag import ReplicaLag
+from claimwatch.core.alerts.runner import AlertRunner
+from claimwatch.core.alerts.shape import MAX_NAME_CHARS, bounded_name
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.timeutil import format_rfc3339, parse_rfc3339
+from claimwatch.wire.codec import dumps, loads
+from claimwatch.wire.topics import partition_for
+from claimwatch.worker.alerts.agents import count_quarantined
+from claimwatch.worker.alerts.edge import AlertRuntime
+from claimwatch.worker.claims.edge import Runtime
+from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.ticks import tick_value
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.core.alerts.entry import EntryError, entries_from_obj
-from streams.core.alerts.lag import ReplicaLag
-from streams.core.alerts.runner import AlertRunner
-from streams.core.alerts.shape import MAX_NAME_CHARS, bounded_name
-from streams.core.policy import CompiledPolicy
-from streams.core.timeutil import format_rfc3339, parse_rfc3339
-from streams.wire.codec import dumps, loads
-from streams.wire.topics import partition_for
-from streams.worker.alerts.agents import count_quarantined
-from streams.worker.alerts.edge import AlertRuntime
-from streams.worker.claims.edge import Runtime
-from streams.worker.edge import tick_value
-from streams.worker.metrics import Metrics
 from tests.support.alerts import REPLICA, Entries, Facts
 from tests.support.claims import NAMES, claim_line
 from tests.support.clocks import SECOND, T0

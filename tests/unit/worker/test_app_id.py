@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from claimwatch.worker.app import build_app
+from claimwatch.worker.settings import WorkerSettings, default_app_id
 
-from streams.worker.app import build_app
-from streams.worker.settings import WorkerSettings, default_app_id
 from tests.support.paths import EXAMPLE_POLICY
 
 

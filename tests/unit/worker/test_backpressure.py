@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from streams.worker.backpressure import InFlight
+from claimwatch.worker.backpressure import InFlight
 
 
 async def test_admit_returns_at_once_below_the_limit() -> None:

@@ -6,8 +6,7 @@ import asyncio
 from typing import Any, NamedTuple
 
 import pytest
-
-from streams.worker.changelog import DirectTable
+from claimwatch.worker.changelog import DirectTable
 
 
 class _TP(NamedTuple):

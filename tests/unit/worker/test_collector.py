@@ -7,8 +7,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-
-from streams.worker import collector
+from claimwatch.worker import collector
 
 
 @pytest.fixture

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import claimwatch.worker.docs.edge as edge_module
 import orjson
 import pytest
-
-import streams.worker.docs.edge as edge_module
-from schemas.publish import PublishResult
-from streams.core.docstore import DocLimits, DocState, Request
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.docs.edge import DocsEdge, Gone, head_key, version_key
+from claimwatch.core.docstore import DocLimits, DocState, Request
+from claimwatch.models.publish import PublishResult
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.docs.edge import DocsEdge, Gone, head_key, version_key
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

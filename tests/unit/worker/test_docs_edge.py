@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.docs.edge import DocsEdge, head_key, version_key
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.docs.edge import DocsEdge, head_key, version_key
 
 NAMES = TopicNames("t.")
 PARTITIONS = 4

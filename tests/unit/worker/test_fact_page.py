@@ -7,9 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
-
-from streams.worker.claims.agents import _fact_answer
-from streams.worker.claims.waiting import Waiters
+from claimwatch.worker.claims.agents import _fact_answer
+from claimwatch.worker.claims.waiting import Waiters
 
 KEY = b"invoice:1|payment_status"
 

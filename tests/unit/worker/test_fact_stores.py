@@ -7,10 +7,10 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.claim import Claim
+from claimwatch.core.state import FactState
+from claimwatch.worker.claims.facts import TableFacts, stored_form
 
-from streams.core.claim import Claim
-from streams.core.state import FactState
-from streams.worker.claims.facts import TableFacts, stored_form
 from tests.support.claims import claim
 
 KEY = "invoice:INV-1|payment_status"

@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 import yarl
 from aiohttp import web
+from claimwatch.worker import forwarding
 
-from streams.worker import faust_kit
 from tests.support.kafka import free_port
 
 MISSING = {"X-Claimwatch-Missing": "c2", "Retry-After": "3", "X-Internal": "not for you"}
@@ -62,7 +62,7 @@ async def owner_and_front(
         target = owner_url or url
 
         async def forward(request: web.Request) -> Any:
-            return await faust_kit._forward(app, target, request)
+            return await forwarding._forward(app, target, request)
 
         front = web.Application()
         front.router.add_get("/{tail:.*}", forward)
@@ -112,7 +112,7 @@ async def test_an_owner_slower_than_the_wait_plus_the_slack_is_a_504(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The forward waits the request's wait plus the slack, not minutes."""
-    monkeypatch.setattr(faust_kit, "FORWARD_SLACK_S", 0.2)
+    monkeypatch.setattr(forwarding, "FORWARD_SLACK_S", 0.2)
     async with owner_and_front() as (front, _asked):
         started = asyncio.get_running_loop().time()
         status, _headers, body = await _get(front + "/facts/slow/f?wait=0.3")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.dead_letters import DLQ_MAX_BYTES, internal_error_reason
+from claimwatch.worker.input_record import Record
+from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.outgoing import Outgoing
+from claimwatch.worker.record_guard import RecordGuard
 
-from streams.wire.topics import TopicNames
-from streams.worker.edge import DLQ_MAX_BYTES, Outgoing, Record, RecordGuard, internal_error_reason
-from streams.worker.metrics import Metrics
 from tests.support.policies import policy_with
 
 NAMES = TopicNames("g.")

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-
-from streams.worker.app import default_instance_id, state_dir
-from streams.worker.liveness import BrokerWatch, CrashBudget, agent_problems, health_reasons
-from streams.worker.settings import WorkerSettings
-from streams.worker.store import store_url
+from claimwatch.worker.app import default_instance_id, state_dir
+from claimwatch.worker.liveness import BrokerWatch, CrashBudget, agent_problems, health_reasons
+from claimwatch.worker.settings import WorkerSettings
+from claimwatch.worker.store import store_url
 
 
 class FakeClock:

@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-
-from streams.worker.loop import DEFAULT_LOOP, install_loop, running_loop
-from streams.worker.settings import WorkerSettings
+from claimwatch.worker.loop import DEFAULT_LOOP, install_loop, running_loop
+from claimwatch.worker.settings import WorkerSettings
 
 
 @pytest.fixture(autouse=True)

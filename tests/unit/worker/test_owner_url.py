@@ -6,9 +6,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.faust_kit import _owner_url
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.forwarding import _owner_url
 
 NAMES = TopicNames("t.")
 HOSTS = {"http://a:6066": [0, 2], "http://b:6067": [1, 3]}

@@ -6,10 +6,10 @@ from collections import deque
 from typing import Any
 
 import orjson
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.outgoing import Outgoing
+from claimwatch.worker.plans.edge import PLAN_PREFIX, PlansEdge, PlansHandled
 
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import Outgoing
-from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge, PlansHandled
 from tests.support.plans import decision
 
 NAMES = TopicNames("t.")

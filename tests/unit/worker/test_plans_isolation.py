@@ -12,14 +12,14 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.plans import edge as plans_edge
+from claimwatch.worker.plans import fact_side
+from claimwatch.worker.plans.agents import count_quarantined
+from claimwatch.worker.plans.edge import PLAN_PREFIX, PlansEdge
 
-from streams.core.policy import CompiledPolicy
-from streams.wire.topics import TopicNames
-from streams.worker.metrics import Metrics
-from streams.worker.plans import edge as plans_edge
-from streams.worker.plans import fact_side
-from streams.worker.plans.agents import count_quarantined
-from streams.worker.plans.edge import PLAN_PREFIX, PlansEdge
 from tests.support.plans import decision
 
 NAMES = TopicNames("t.")

@@ -14,22 +14,22 @@ from types import SimpleNamespace
 
 import pytest
 from aiokafka.errors import MessageSizeTooLargeError
-from faust.exceptions import ProducerSendError
-from faust.transport.producer import ProducerBuffer
-from faust.types.tuples import FutureMessage, PendingMessage
-
-from streams.core.policy import CompiledPolicy
-from streams.wire.topics import TopicNames
-from streams.worker.app import build_app
-from streams.worker.edge import Outgoing
-from streams.worker.metrics import Metrics
-from streams.worker.producer_guard import (
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.wire.topics import TopicNames
+from claimwatch.worker.app import build_app
+from claimwatch.worker.metrics import Metrics
+from claimwatch.worker.outgoing import Outgoing
+from claimwatch.worker.producer_guard import (
     NOTE_HEADROOM,
     install_producer_guard,
     request_limit,
     within,
 )
-from streams.worker.settings import WorkerSettings
+from claimwatch.worker.settings import WorkerSettings
+from faust.exceptions import ProducerSendError
+from faust.transport.producer import ProducerBuffer
+from faust.types.tuples import FutureMessage, PendingMessage
+
 from tests.support.paths import EXAMPLE_POLICY
 
 NAMES = TopicNames("t.")

@@ -6,18 +6,18 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core import processor as processor_module
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.size import MAX_FACT_CLAIM_BYTES
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.wire.codec import loads
+from claimwatch.worker.claims import facts as facts_module
+from claimwatch.worker.claims import records as claims_records
+from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
+from claimwatch.worker.claims.facts import MAX_STATE_BYTES, TableFacts
+from claimwatch.worker.claims.records import MAX_RECORD_BYTES
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
-from streams.core import processor as processor_module
-from streams.core.policy import CompiledPolicy
-from streams.core.size import MAX_FACT_CLAIM_BYTES
-from streams.core.timeutil import format_rfc3339
-from streams.wire.codec import loads
-from streams.worker.claims import facts as facts_module
-from streams.worker.claims import records as claims_records
-from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.claims.facts import MAX_STATE_BYTES, TableFacts
-from streams.worker.claims.records import MAX_RECORD_BYTES
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_line, envelope
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from claimwatch.worker.quiet_logs import FAUST_CONSUMER_LOGGER, RepeatsInOneLine, quiet_faust_checks
 from faust.transport.drivers import aiokafka as faust_driver
-
-from streams.worker.quiet_logs import FAUST_CONSUMER_LOGGER, RepeatsInOneLine, quiet_faust_checks
 
 
 class Clock:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.wire.codec import loads
+from claimwatch.wire.topics import partition_for
+from claimwatch.worker.claims import entries as claims_entries
+from claimwatch.worker.claims.edge import Runtime
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
-from streams.core.timeutil import format_rfc3339
-from streams.wire.codec import loads
-from streams.wire.topics import partition_for
-from streams.worker.claims import entries as claims_entries
-from streams.worker.claims.edge import Runtime
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_bytes, claim_line, decisions
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

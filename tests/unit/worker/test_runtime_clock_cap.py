@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.wire.topics import partition_for
+from claimwatch.worker.claims.clock import CLOCK_PREFIX
+from claimwatch.worker.claims.edge import Runtime
+from claimwatch.worker.ticks import TICK_KEY, tick_value
 
-from streams.core.timeutil import format_rfc3339
-from streams.wire.topics import partition_for
-from streams.worker.claims.clock import CLOCK_PREFIX
-from streams.worker.claims.edge import Runtime
-from streams.worker.edge import TICK_KEY, tick_value
 from tests.support.claims import NAMES, claim_line
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

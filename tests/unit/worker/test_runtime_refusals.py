@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from claimwatch.core.signing import signed
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.wire.topics import partition_for
+from claimwatch.worker.claims.edge import Runtime
 
-from streams.core.signing import signed
-from streams.core.timeutil import format_rfc3339
-from streams.wire.topics import partition_for
-from streams.worker.claims.edge import Runtime
 from tests.support.claims import NAMES, claim_line
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

@@ -7,14 +7,14 @@ from typing import Any
 
 import orjson
 import pytest
+from claimwatch.core.policy import CompiledPolicy
+from claimwatch.core.signing import signed
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.policy import Policy
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
+from claimwatch.worker.metrics import dlq_reason_label
 
-from schemas.policy import Policy
-from streams.core.policy import CompiledPolicy
-from streams.core.signing import signed
-from streams.core.timeutil import format_rfc3339
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.edge import ClaimsHandled, Runtime
-from streams.worker.metrics import dlq_reason_label
 from tests.support.claims import envelope
 from tests.support.clocks import SECOND, T0
 
@@ -105,7 +105,7 @@ def test_sources_not_named_in_signing_are_decided_unsigned() -> None:
 
 def test_replay_of_a_file_applies_the_same_check() -> None:
     """`claimwatch replay` decides only the genuine claim, as the worker did."""
-    from streams.audit.replay import Replayer
+    from claimwatch.audit.replay import Replayer
 
     replayer = Replayer(signing_runtime().policy, 4)
     for number, case in enumerate(sorted(FORGERIES), start=1):

@@ -6,20 +6,14 @@ import hashlib
 import math
 
 import pytest
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.claims.clock import CLOCK_PREFIX
+from claimwatch.worker.claims.edge import Runtime
+from claimwatch.worker.dead_letters import DLQ_MAX_BYTES, dead_letter
+from claimwatch.worker.ticks import TICK_KEY, tick_at, tick_time, tick_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.claims.clock import CLOCK_PREFIX
-from streams.worker.claims.edge import Runtime
-from streams.worker.edge import (
-    DLQ_MAX_BYTES,
-    TICK_KEY,
-    dead_letter,
-    tick_at,
-    tick_time,
-    tick_value,
-)
 from tests.support.claims import NAMES, claim_bytes, decisions
 from tests.support.clocks import SECOND, T0
 from tests.support.policies import policy_with

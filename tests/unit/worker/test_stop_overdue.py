@@ -6,9 +6,8 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from streams.worker.run import EXIT_STOP_OVERDUE, ClaimwatchWorker, stop_overdue
-from streams.worker.settings import WorkerSettings
+from claimwatch.worker.run import EXIT_STOP_OVERDUE, ClaimwatchWorker, stop_overdue
+from claimwatch.worker.settings import WorkerSettings
 
 
 def test_an_overdue_stop_logs_the_reason_and_exits_4(caplog: pytest.LogCaptureFixture) -> None:

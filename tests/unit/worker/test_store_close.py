@@ -12,9 +12,9 @@ from pathlib import Path
 
 import faust
 import pytest
+from claimwatch.worker.store import HealingRocksDBStore, flush_all, register, store_url
 from faust.types import TP as _TP
 
-from streams.worker.store import HealingRocksDBStore, flush_all, register, store_url
 from tests.support.paths import REPO
 
 

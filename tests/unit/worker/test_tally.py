@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from claimwatch.worker.metrics import Metrics, Tally
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.worker.metrics import Metrics, Tally
 from tests.support.policies import policy_with
 
 OUTCOMES = ["resolved", "conflict", "insufficient"]

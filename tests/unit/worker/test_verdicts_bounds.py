@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import claimwatch.core.argue.records as verdicts_module
 import orjson
 import pytest
+from claimwatch.core.argue import VerdictArgument
+from claimwatch.core.argue.decide import VerdictOutcome
+from claimwatch.core.argue.verdicts import VerdictConfig, VerdictLimits
+from claimwatch.models.policy import Policy
+from claimwatch.models.verdict import VerdictDecision
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.ticks import TICK_KEY, tick_value
+from claimwatch.worker.verdicts.edge import CLOCK_PREFIX, REQUEST_PREFIX, VerdictsEdge
 
-import streams.core.argue.records as verdicts_module
-from schemas.policy import Policy
-from schemas.verdict import VerdictDecision
-from streams.core.argue import VerdictArgument
-from streams.core.argue.decide import Verdict
-from streams.core.argue.verdicts import VerdictConfig, VerdictLimits
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import TICK_KEY, tick_value
-from streams.worker.verdicts.edge import CLOCK_PREFIX, REQUEST_PREFIX, VerdictsEdge
 from tests.support.clocks import SECOND, T0
 from tests.support.verdicts import BASELINE, PII, POLICY, many, signal_obj
 
@@ -112,7 +112,7 @@ def test_a_poison_request_is_answered_and_the_rest_of_the_partition_decided(
     """Deciding one request raises: it is answered undecided (internal_error), others go on."""
     real = verdicts_module.decide
 
-    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> Verdict:
+    def poisoned(arguments: Sequence[VerdictArgument], *rest: Any) -> VerdictOutcome:
         if any(a.id == "poison" for a in arguments):
             raise KeyError("boom")
         return real(arguments, *rest)

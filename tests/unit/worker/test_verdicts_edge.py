@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import orjson
+from claimwatch.core.argue import VerdictArgument
+from claimwatch.core.argue.verdicts import VerdictConfig
+from claimwatch.core.timeutil import format_rfc3339
+from claimwatch.models.policy import Policy
+from claimwatch.wire.topics import TopicNames, partition_for
+from claimwatch.worker.ticks import TICK_KEY, tick_value
+from claimwatch.worker.verdicts.edge import VerdictsEdge
 
-from schemas.policy import Policy
-from streams.core.argue import VerdictArgument
-from streams.core.argue.verdicts import VerdictConfig
-from streams.core.timeutil import format_rfc3339
-from streams.wire.topics import TopicNames, partition_for
-from streams.worker.edge import TICK_KEY, tick_value
-from streams.worker.verdicts.edge import VerdictsEdge
 from tests.support.clocks import SECOND, T0
 from tests.support.verdicts import BASELINE, PII, POLICY
 

@@ -9,11 +9,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from claimwatch.core.covering import covers
+from claimwatch.worker.claims.waiting import REASON_CHARS, Crowded, Refused, Waiters
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from streams.core.covering import covers
-from streams.worker.claims.waiting import REASON_CHARS, Crowded, Refused, Waiters
 
 KEY = b"invoice:INV-1|payment_status"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from streams.worker.app import build_app
-from streams.worker.settings import WorkerSettings
+from claimwatch.worker.app import build_app
+from claimwatch.worker.settings import WorkerSettings
 
 POLICY = Path(__file__).resolve().parents[3] / "examples" / "policy.yaml"
 

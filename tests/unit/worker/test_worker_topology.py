@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.worker.run import wire
-from streams.worker.settings import WorkerSettings
+from claimwatch.worker.run import wire
+from claimwatch.worker.settings import WorkerSettings
+
 from tests.support.paths import REPO
 
-REPO = REPO
-
-#: agent name -> input topics, as the flat layout named them (Faust's default name is the
-#: module and function, which the layout by feature would have changed)
+#: agent name (the module that holds the agent, and its function) -> its input topics
 AGENTS = {
-    "streams.agents.detect": ["p.alerts.input"],
-    "streams.agents.process_claims": ["p.claims"],
-    "streams.agents.process_verdicts": ["p.verdicts"],
-    "streams.docs_agents.process_docs": ["p.publish"],
-    "streams.plans_agents.process_plan_facts": ["p.plans.interest"],
-    "streams.plans_agents.process_plans": ["p.plans", "p.plans.updates"],
+    "claimwatch.worker.alerts.agents.detect": ["p.alerts.input"],
+    "claimwatch.worker.claims.agents.process_claims": ["p.claims"],
+    "claimwatch.worker.verdicts.agents.process_verdicts": ["p.verdicts"],
+    "claimwatch.worker.docs.agents.process_docs": ["p.publish"],
+    "claimwatch.worker.plans.agents.process_plan_facts": ["p.plans.interest"],
+    "claimwatch.worker.plans.agents.process_plans": ["p.plans", "p.plans.updates"],
 }
 #: table name -> changelog topic: the local stores and their changelogs a new release resumes
 TABLES = {

@@ -1,1 +1,0 @@
-"""claimwatch: a streaming conflict monitor for AI-agent tool results."""

@@ -1,0 +1,1 @@
+"""Tests of the documentation: its code runs, its references are generated."""
