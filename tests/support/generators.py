@@ -345,6 +345,8 @@ def observed_texts() -> st.SearchStrategy[Any]:
 # ---------------------------------------------------------------------------- envelopes
 
 _STATUSES: Final = ("ok", "ok", "ok", "not_found", "forbidden", "unavailable", "error")
+#: `decide` modes (a claim asking for a decision on arrival, or saying it waits).
+_DECIDE: Final = ("on_arrival", "on_arrival", "window")
 _OPTIONAL: Final = ("lineage", "authority", "contract_version", "agent_id", "trace_id", "tool")
 
 
@@ -389,6 +391,8 @@ def envelopes(
         body[key] = _mostly(draw, plain_ids, odds)
     if draw(st.integers(0, 3)) == 3:
         body["confidence"] = _mostly(draw, st.floats(0, 1), odds)
+    if draw(st.integers(0, 2)) == 2:
+        body["decide"] = _mostly(draw, st.sampled_from(_DECIDE), odds)
     if draw(st.integers(0, odds - 1)) == odds - 1:
         body[draw(any_text(10))] = draw(json_values(3))
     return body
@@ -523,7 +527,8 @@ def random_stream(seed: int, claims: int, span_s: float, facts: int = 160) -> li
     Out of order (observed up to a minute before sending), late and stale (beyond the
     freshness budget, and beyond freshness plus grace), duplicated (the same id and
     content, or the same id with other content), missing times, broken values, several
-    field types and sources; every claim id is unique unless it repeats on purpose.
+    field types and sources, a third asking for a decision on arrival; every claim id is
+    unique unless it repeats on purpose.
     """
     rng = random.Random(seed)
     keys = [(f"inv:{seed}-{n:03d}", DIFF_FIELDS[n % len(DIFF_FIELDS)]) for n in range(facts)]
@@ -555,6 +560,8 @@ def random_stream(seed: int, claims: int, span_s: float, facts: int = 160) -> li
         }
         if body["status"] == "ok":
             body["value"] = value
+        if n % 3 == 1:  # (no draw: the stream is the same but for the key)
+            body["decide"] = "window" if n % 12 == 4 else "on_arrival"
         out.append(Planned(delay, age, body))
     # duplicates of earlier claims: the same content, or the same id with other content
     for n in range(claims // 20):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from claimwatch.core.limits import CLEAN, clip, describe, scan
 from claimwatch.core.timeutil import TimestampError, parse_rfc3339
-from claimwatch.models.statuses import EVIDENCE_STATUSES
+from claimwatch.models.statuses import DECIDE_MODES, EVIDENCE_STATUSES
 
 if TYPE_CHECKING:  # (they import this module)
     from claimwatch.core.contract import ContractCheck
@@ -32,6 +32,8 @@ OPTIONAL_TEXT_KEYS: Final = (
     "trace_id",
     "signature",
 )
+#: The `decide` mode that asks for a decision on arrival (see models.statuses.Decide).
+ON_ARRIVAL: Final = "on_arrival"
 #: Observation times a claim may carry: years 0001 to 9998 in UTC (a year of room below the
 #: last instant a record can show, for the decision deadlines that follow a claim).
 EARLIEST_OBSERVED_US: Final = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
@@ -97,6 +99,15 @@ class Claim:
     def is_evidence(self) -> bool:
         """Whether the status is one that proves something (`ok` or `not_found`)."""
         return isinstance(self.status, str) and self.status in EVIDENCE_STATUSES
+
+    @property
+    def on_arrival(self) -> bool:
+        """Whether the claim asks its fact to be decided at once (`"decide": "on_arrival"`).
+
+        A claim whose `decide` breaks the contract does not: it is decided `rejected` when
+        its fact's window closes, like any claim that breaks it.
+        """
+        return self.envelope.get("decide") == ON_ARRIVAL and self.contract_error is None
 
     @property
     def lineage_label(self) -> str | None:
@@ -284,6 +295,10 @@ def _contract_error(envelope: Mapping[str, Any]) -> str | None:
         value = get(key)
         if value is not None and type(value) is not str and not isinstance(value, str):
             return f"`{key}` must be a string, got {describe(value)}"
+    decide = get("decide")
+    if decide is not None and (type(decide) is not str or decide not in DECIDE_MODES):
+        allowed = ", ".join(sorted(DECIDE_MODES))
+        return f"`decide` must be one of {allowed} or null, got {describe(decide)}"
     confidence = get("confidence")
     if confidence is None:
         return None

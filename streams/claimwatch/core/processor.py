@@ -263,6 +263,8 @@ class PartitionProcessor(Pruning):
         state.window = (opened, now)
         self._prune(state, rule, now, added=True)
         self._schedule(state, min(now + rule.settle_us, opened + rule.max_delay_us))
+        if claim.on_arrival:
+            self._decide_early(state, now, out)
         self.facts[key] = state
 
     def _close_due(self, out: StepResult) -> None:
@@ -301,20 +303,7 @@ class PartitionProcessor(Pruning):
         if not state.claims:
             del self.facts[state.key]
             return
-        record, resolved = resolve_entries(
-            state.claims, self.policy, at_us, self.memo, distinct=True
-        )
-        if record["decision_id"] != state.last_id:
-            entry = None
-            if self.alerts:
-                state.track, entry = entry_of(
-                    self.policy, state.track, record, state.last_outcome, at_us, resolved
-                )
-            out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
-            if unregistered_only(record):
-                out.events.append(UNREGISTERED_ONLY)
-            state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
-            state.decided_offset, state.decided_at = self.position, at_us
+        self._emit(state, at_us, out)
         if state.unlisted:  # listed in a decision now: pruning may drop them from here on
             state.unlisted.clear()
             state.pruned_at = None
@@ -322,6 +311,34 @@ class PartitionProcessor(Pruning):
         if expiry is not None:
             self._schedule(state, expiry)
         self.facts[state.key] = state
+
+    def _decide_early(self, state: FactState, now: int, out: StepResult) -> None:
+        """Decide a fact at once on the claims it holds, its window left open.
+
+        Asked by a claim (`"decide": "on_arrival"`) whose agent does not wait for the
+        window. Nothing else of the state moves: the window keeps its deadline, and no
+        claim becomes prunable (`unlisted` stays), so the window's close decides as it
+        would have without this decision, and is emitted when its id differs.
+        """
+        self._emit(state, now, out)
+
+    def _emit(self, state: FactState, at_us: int, out: StepResult) -> None:
+        """Resolve the fact's claims at `at_us`; a decision whose id is new is sent."""
+        record, resolved = resolve_entries(
+            state.claims, self.policy, at_us, self.memo, distinct=True
+        )
+        if record["decision_id"] == state.last_id:
+            return
+        entry = None
+        if self.alerts:
+            state.track, entry = entry_of(
+                self.policy, state.track, record, state.last_outcome, at_us, resolved
+            )
+        out.decisions.append(Decided(record, state.last_outcome, state.last_id, alert=entry))
+        if unregistered_only(record):
+            out.events.append(UNREGISTERED_ONLY)
+        state.last_id, state.last_outcome = record["decision_id"], record["outcome"]
+        state.decided_offset, state.decided_at = self.position, at_us
 
     def _schedule(self, state: FactState, due_us: int) -> None:
         if state.due_us is not None and state.due_us <= due_us and state.window is None:

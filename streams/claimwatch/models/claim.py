@@ -5,9 +5,16 @@ from __future__ import annotations
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from claimwatch.models.policy import KID_PATTERN
-from claimwatch.models.statuses import EVIDENCE_STATUSES, STATUSES, Status
+from claimwatch.models.statuses import DECIDE_MODES, EVIDENCE_STATUSES, STATUSES, Decide, Status
 
-__all__ = ["EVIDENCE_STATUSES", "STATUSES", "ClaimEnvelope", "Status"]
+__all__ = [
+    "DECIDE_MODES",
+    "EVIDENCE_STATUSES",
+    "STATUSES",
+    "ClaimEnvelope",
+    "Decide",
+    "Status",
+]
 
 
 class ClaimEnvelope(BaseModel):
@@ -31,6 +38,13 @@ class ClaimEnvelope(BaseModel):
     agent_id: str | None = None
     tool: str | None = None
     trace_id: str | None = None
+    decide: Decide | None = Field(
+        default=None,
+        description="when the fact is decided: `window` (default, null alike) when its decision "
+        "window closes; `on_arrival` also at once, on the claims that have arrived (the window "
+        "stays open and its close decides as usual, superseding the early decision if it "
+        "differs)",
+    )
     kid: str | None = Field(
         default=None,
         pattern=KID_PATTERN,

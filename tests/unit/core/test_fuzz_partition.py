@@ -185,6 +185,13 @@ RESTARTED_UNTOUCHED: Final = [
     _claim_at("acct:7|price", "other", "2026-09-14T09:12:34Z", USD, stamp_us=T0_US + 4 * S),
 ]
 
+#: A claim asking for a decision on arrival, then one in its window that changes the fact:
+#: decided at once, then again when the window closes (live, replayed and restarted alike).
+EARLY_THEN_LATER: Final = [
+    _claim_at("inv:1|status", "early", "2026-09-14T09:12:30Z", "paid", decide="on_arrival"),
+    _claim_at("inv:1|status", "later", "2026-09-14T09:12:31Z", "unpaid", source="index"),
+]
+
 #: Claims pruning takes out of the running before their fact's first decision: each is
 #: still listed (`stale`) in that decision.
 DROPPED_EXAMPLES: Final = (SUPERSEDED_IN_ITS_WINDOW, BEYOND_MAX_LINEAGES, PRUNED_AT_ITS_DEADLINE)
@@ -194,6 +201,7 @@ KNOWN_STREAMS: Final = (
     ONLY_CLAIM_WITHOUT_TIME,
     HUGE_NUMBER_PASSAGES,
     [Tick(T0_US, T0_US + S), *ONLY_CLAIM_WITHOUT_TIME],
+    EARLY_THEN_LATER,
 )
 
 StreamTest = Callable[[list[StreamItem], int | None], None]
