@@ -51,7 +51,7 @@ async def _example_worker(workers: Workers, bootstrap: str) -> WorkerProcess:
 async def test_decide_waits_for_the_window_and_returns_the_decision_covering_the_claims(
     workers: Workers, kafka_bootstrap: str
 ) -> None:
-    """A fact in its 2 s settle window is answered when it closes; a later claim is waited for."""
+    """`early=False`: a fact in its 2 s settle window is answered when it closes."""
     worker = await _example_worker(workers, kafka_bootstrap)
     subject = unique("invoice:decide")
     first = [
@@ -60,9 +60,11 @@ async def test_decide_waits_for_the_window_and_returns_the_decision_covering_the
     ]
     async with Client(worker.url, kafka_bootstrap, worker.prefix) as client:
         started = time.monotonic()
-        decided = await client.decide(first, timeout=30)
+        decided = await client.decide(first, timeout=30, early=False)
         waited = time.monotonic() - started
-        later = await client.decide([_claim("d-3", "ledger-replica", "paid", subject)], timeout=30)
+        later = await client.decide(
+            [_claim("d-3", "ledger-replica", "paid", subject)], timeout=30, early=False
+        )
 
     key = f"{subject}|{FIELD}"
     assert [key] == list(decided)

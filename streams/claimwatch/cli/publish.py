@@ -8,6 +8,7 @@ import os
 import stat
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import IO, Annotated, Any
 
 import orjson
@@ -15,7 +16,8 @@ import typer
 
 from claimwatch.audit.resolve_file import LineError
 from claimwatch.cli.common import fail, open_input
-from claimwatch.client.publisher import InvalidClaim, validate
+from claimwatch.client.publisher import InvalidClaim, asking, validate
+from claimwatch.models.claim import Decide
 from claimwatch.policy.signing_keys import client_key, client_kid
 from claimwatch.wire import kafka
 from claimwatch.wire.codec import MAX_CLAIM_BYTES
@@ -37,6 +39,19 @@ class PublishFailed(RuntimeError):
     """The broker could not be reached or did not acknowledge every claim."""
 
 
+class DecideMode(StrEnum):
+    """The `decide` modes of `--decide` (models.statuses.Decide)."""
+
+    on_arrival = "on_arrival"
+    window = "window"
+
+
+_MODES: dict[DecideMode, Decide] = {
+    DecideMode.on_arrival: "on_arrival",
+    DecideMode.window: "window",
+}
+
+
 @dataclass(slots=True)
 class PublishResult:
     """How many claims were acknowledged, and the lines that were refused."""
@@ -52,8 +67,12 @@ def check_line(
     number: int,
     signing_key: bytes | None = None,
     signing_kid: str | None = None,
+    decide: Decide | None = None,
 ) -> tuple[bytes, bytes] | LineError:
-    """(key, value) of a valid claim line (signed when given a key), else the error."""
+    """(key, value) of a valid claim line (signed when given a key), else the error.
+
+    `decide`: the `decide` mode of a claim that names none (see `publisher.asking`).
+    """
     if len(raw) > MAX_CLAIM_BYTES:
         reason = f"line of {len(raw)} bytes exceeds the {MAX_CLAIM_BYTES}-byte limit"
         return LineError(source, number, "claim", reason)
@@ -64,7 +83,7 @@ def check_line(
     if not isinstance(data, dict):
         return LineError(source, number, "claim", f"not a JSON object: {type(data).__name__}")
     try:
-        return validate(data, signing_key, signing_kid)
+        return validate(asking(data, decide), signing_key, signing_kid)
     except InvalidClaim as exc:
         key, _, reason = str(exc).partition(": ")
         claim_id = data.get("claim_id")
@@ -94,6 +113,7 @@ async def publish_file(
     signing_key: bytes | None = None,
     create_topics: bool = False,
     signing_kid: str | None = None,
+    decide: Decide | None = None,
 ) -> PublishResult:
     """Send every valid claim line of `handle`; refused lines go to `on_error` as they are read.
 
@@ -125,7 +145,9 @@ async def publish_file(
             number += 1
             if not raw.strip():
                 continue
-            checked = check_line(raw.rstrip(b"\r\n"), source, number, signing_key, signing_kid)
+            checked = check_line(
+                raw.rstrip(b"\r\n"), source, number, signing_key, signing_kid, decide
+            )
             if isinstance(checked, LineError):
                 result.errors.append(checked)
                 on_error(checked)
@@ -176,6 +198,13 @@ def publish(
         str | None,
         typer.Option(help="the key's id (the policy's `kid`), sent in every claim as `kid`"),
     ] = None,
+    decide: Annotated[
+        DecideMode | None,
+        typer.Option(
+            help="when the facts are decided, for every claim without a `decide` key: "
+            "on_arrival (at once, the window still merging later claims) or window"
+        ),
+    ] = None,
 ) -> None:
     """Send JSON-lines claims to the claims topic keyed by fact; invalid lines are not sent."""
     try:
@@ -203,6 +232,7 @@ def publish(
                     signing_key=signing_key,
                     create_topics=create_topics,
                     signing_kid=signing_kid,
+                    decide=_MODES[decide] if decide is not None else None,
                 )
             )
         except PublishFailed as exc:

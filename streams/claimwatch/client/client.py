@@ -6,9 +6,14 @@
 `decide` validates every claim first (an `InvalidClaim` sends none of them), signs them when
 given a key, publishes them keyed by fact, then asks a worker for each fact's decision with
 `covering=` the fact's claim ids, so the answer is known to have weighed them, whatever
-became of them (won, outranked, rejected...). A fact with an open settle window is answered
-when the window closes. Nothing is polled: each request waits on the worker for the
-decision, and is asked again only when the worker's 30 s limit or an outage cut it short.
+became of them (won, outranked, rejected...). By default every claim that does not say
+otherwise asks its fact to be decided on arrival (`"decide": "on_arrival"`): the worker
+decides it at once on what has arrived, so `decide` returns without waiting out the fact's
+settle window (the window still closes as usual, and its decision supersedes this one if a
+later claim changed it). With `early=False` the claims are sent as they are, and a fact
+with an open window is answered when the window closes. Nothing is polled: each request
+waits on the worker for the decision, and is asked again only when the worker's 30 s
+limit or an outage cut it short.
 A claim the worker dead-lettered (a bad signature, a claim id reused with other content)
 is never decided: `decide` raises `ClaimRefused` with the worker's reason as soon as every
 fact is answered, instead of waiting out the timeout; a worker holding as many waiting
@@ -35,10 +40,10 @@ import orjson
 
 from claimwatch.client.dead_letters import lookup
 from claimwatch.client.facts import Answer, ClaimRefused, FactPages, WorkerBusy, WorkerUnavailable
-from claimwatch.client.publisher import Publisher, validate
+from claimwatch.client.publisher import Publisher, asking, validate
 from claimwatch.core.claim import fact_key
 from claimwatch.core.covering import MAX_IDS
-from claimwatch.models.claim import ClaimEnvelope
+from claimwatch.models.claim import ClaimEnvelope, Decide
 
 #: Seconds between two tries when the worker could not be reached.
 RETRY_S: Final = 0.5
@@ -100,19 +105,31 @@ class Client:
             await self.publisher.__aexit__(*exc)
 
     async def decide(
-        self, claims: Iterable[Mapping[str, Any] | ClaimEnvelope], timeout: float = 30.0
+        self,
+        claims: Iterable[Mapping[str, Any] | ClaimEnvelope],
+        timeout: float = 30.0,
+        *,
+        early: bool = True,
     ) -> dict[str, dict[str, Any]]:
         """Publish `claims`; the decision per fact (`subject|field`) that covers them.
 
-        Facts come in the order of their first claim. Raises `InvalidClaim` before sending
-        anything when a claim is invalid, `WorkerUnavailable` (nothing sent) when no worker
-        answers at the URL; once every fact is answered, `ClaimRefused` when the worker
-        dead-lettered some claim (with each reason), `WorkerBusy` when it turned a request
-        away (429), `DecisionTimeout` when some fact is not decided in `timeout` seconds
-        (naming its claims found in the dead-letter topic).
+        `early` (default): each claim without a `decide` key asks for its fact to be decided
+        on arrival, and the first decision covering the claims is returned (later claims in
+        the window may change it: the window's close decides as usual). `early=False`: the
+        claims are sent as they are, and the answer waits for the fact's window to close
+        (its `settle`, up to `max_delay`). Facts come in the order of their first claim.
+        Raises `InvalidClaim` before sending anything when a claim is invalid,
+        `WorkerUnavailable` (nothing sent) when no worker answers at the URL; once every
+        fact is answered, `ClaimRefused` when the worker dead-lettered some claim (with each
+        reason), `WorkerBusy` when it turned a request away (429), `DecisionTimeout` when
+        some fact is not decided in `timeout` seconds (naming its claims found in the
+        dead-letter topic).
         """
         publisher = self.publisher
-        records = [validate(c, publisher.signing_key, publisher.signing_kid) for c in claims]
+        mode: Decide | None = "on_arrival" if early else None
+        records = [
+            validate(asking(c, mode), publisher.signing_key, publisher.signing_kid) for c in claims
+        ]
         facts: dict[str, tuple[str, str, list[str]]] = {}
         for _key, value in records:
             sent = orjson.loads(value)
@@ -207,13 +224,15 @@ async def decide(
     bootstrap: str | None = None,
     prefix: str | None = None,
     timeout: float = 30.0,
+    early: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Publish `claims`; the decision per fact that covers them, by a `Client` made for it.
 
-    A program that decides again and again keeps one `Client` open instead.
+    `early` as for `Client.decide`. A program that decides again and again keeps one
+    `Client` open instead.
     """
     async with Client(worker_url, bootstrap, prefix) as client:
-        return await client.decide(claims, timeout=timeout)
+        return await client.decide(claims, timeout=timeout, early=early)
 
 
 def _timeout_message(

@@ -9,7 +9,7 @@ import orjson
 from pydantic import ValidationError
 
 from claimwatch.core.signing import signed
-from claimwatch.models.claim import ClaimEnvelope
+from claimwatch.models.claim import ClaimEnvelope, Decide
 from claimwatch.policy.signing_keys import key_problem
 from claimwatch.wire import kafka
 from claimwatch.wire.codec import MAX_CLAIM_BYTES
@@ -19,6 +19,23 @@ from claimwatch.wire.topics import TopicNames, require_topics
 
 class InvalidClaim(ValueError):
     """A claim the publisher refuses to send; the message says which key and why."""
+
+
+def asking(
+    claim: Mapping[str, Any] | ClaimEnvelope, decide: Decide | None
+) -> Mapping[str, Any] | ClaimEnvelope:
+    """`claim` with the envelope's `decide` set to `decide`, unless it names one itself.
+
+    None leaves the claim as it is (its fact is decided when its window closes, unless the
+    claim itself asks otherwise).
+    """
+    if decide is None:
+        return claim
+    if isinstance(claim, ClaimEnvelope):
+        return claim if claim.decide is not None else claim.model_copy(update={"decide": decide})
+    if claim.get("decide") is not None:
+        return claim
+    return {**claim, "decide": decide}
 
 
 def validate(
