@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from claimwatch.core.signing import canonical_bytes, signed
 from claimwatch.models.policy import SigningKey
+from claimwatch.models.statuses import Decide
 from claimwatch.policy.source import line_of
 
 ErrorStatus = Literal["not_found", "forbidden", "unavailable", "error"]
@@ -220,11 +221,14 @@ def claim_from_result(
     agent_id: str | None = None,
     trace_id: str | None = None,
     signing_key: bytes | None = None,
+    decide: Decide | None = None,
 ) -> dict[str, Any]:
     """The claim envelope of one tool result (`now`: RFC 3339 time of the call).
 
     Without `claim_id` the id is derived from the claim's content, so the same result
     published twice is one claim. With `signing_key` the claim carries its signature.
+    `decide`: the claim's `decide` mode (e.g. `on_arrival`), signed over with the rest
+    (not part of a derived id: the same result is one claim whatever it asks).
     """
     payload = result_payload(result)
     text = result_text(result)
@@ -266,6 +270,8 @@ def claim_from_result(
     if claim_id is None:
         claim_id = "mcp-" + hashlib.sha256(canonical_bytes(envelope)).hexdigest()[:32]
     envelope = {"claim_id": claim_id, **envelope}
+    if decide is not None:
+        envelope["decide"] = decide
     if signing_key is None:
         return envelope
     return signed(envelope, signing_key, mapping.signing.kid if mapping.signing else None)
@@ -288,9 +294,10 @@ async def call_tool_claim(
     *,
     now: str,
     signing_key: bytes | None = None,
+    decide: Decide | None = None,
     **ids: str | None,
 ) -> dict[str, Any]:
-    """Call `tool` on an `mcp.ClientSession` and map its result to a claim."""
+    """Call `tool` on an `mcp.ClientSession` and map its result to a claim (`decide` as above)."""
     mapping = mappings.tools.get(tool)
     if mapping is None:
         raise MappingError(f"no mapping for tool {tool!r} (mapped: {', '.join(mappings.tools)})")
@@ -302,6 +309,7 @@ async def call_tool_claim(
         arguments=arguments,
         now=now,
         signing_key=signing_key,
+        decide=decide,
         claim_id=ids.get("claim_id"),
         agent_id=ids.get("agent_id"),
         trace_id=ids.get("trace_id"),

@@ -27,13 +27,17 @@ def asking(
     """`claim` with the envelope's `decide` set to `decide`, unless it names one itself.
 
     None leaves the claim as it is (its fact is decided when its window closes, unless the
-    claim itself asks otherwise).
+    claim itself asks otherwise), and so is a claim that already carries a `signature`: a
+    key added after signing would break it (its producer puts `decide` in before signing,
+    as `mcp_adapter.claim_from_result` does).
     """
     if decide is None:
         return claim
     if isinstance(claim, ClaimEnvelope):
-        return claim if claim.decide is not None else claim.model_copy(update={"decide": decide})
-    if claim.get("decide") is not None:
+        if claim.decide is not None or claim.signature is not None:
+            return claim
+        return claim.model_copy(update={"decide": decide})
+    if claim.get("decide") is not None or claim.get("signature") is not None:
         return claim
     return {**claim, "decide": decide}
 

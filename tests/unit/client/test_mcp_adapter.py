@@ -147,6 +147,15 @@ def test_claim_id_is_derived_from_content_and_signature_verifies() -> None:
     assert first["claim_id"] == signed_claim["claim_id"]
 
 
+def test_a_claim_asks_for_its_decide_mode_signed_over_and_keeps_its_id() -> None:
+    """`decide` is in the claim before it is signed; the derived id does not change."""
+    result = CallToolResult(content=[], structuredContent={"status": "paid"})
+    plain = claim(result)
+    early = claim(result, decide="on_arrival", signing_key=b"k")
+    assert ("on_arrival", None) == (early["decide"], verify(early, b"k"))
+    assert plain["claim_id"] == early["claim_id"] and "decide" not in plain
+
+
 def test_subject_needs_its_names() -> None:
     """A subject template naming a key nobody gave cannot be attributed to a fact."""
     mapping = MAPPING.model_copy(update={"subject": "invoice:{number}"})
