@@ -22,8 +22,8 @@ CLAIM_STATES: Final[dict[str, str]] = {
 }
 
 
-def decided_note(record: Mapping[str, Any], claim_id: str) -> dict[str, Any]:
-    """The note of a decision record covering the result's claim."""
+def decided_note(record: Mapping[str, Any], claim_id: str | None) -> dict[str, Any]:
+    """The note of a decision record (covering the result's claim, when there is one)."""
     claims = [
         {
             "source": claim.get("source"),
