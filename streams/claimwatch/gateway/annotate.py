@@ -1,0 +1,62 @@
+"""The upstream result with its `claimwatch` note attached: structured, and as one text block.
+
+The upstream content and structured content are kept as they came; the note goes under
+the `claimwatch` key of `structuredContent` and its sentence (`wording.text_block`) is
+appended as one text block. With `on_escalate: error`, a decision whose action is
+`escalate` turns the result into an error result (`isError`), the sentence saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from claimwatch.gateway.tools_config import OnEscalate
+from claimwatch.gateway.wording import text_block
+
+#: The key of `structuredContent` that holds the note.
+NOTE_KEY = "claimwatch"
+
+
+def annotated(
+    result: CallToolResult, note: Mapping[str, Any], on_escalate: OnEscalate = "annotate"
+) -> CallToolResult:
+    """A copy of `result` carrying `note`; an error result when it escalates and says so."""
+    structured = {**(result.structured_content or {}), NOTE_KEY: dict(note)}
+    content = [*result.content, TextContent(type="text", text=text_block(note))]
+    escalates = note.get("arbitrated") is True and note.get("action") == "escalate"
+    is_error = result.is_error or (on_escalate == "error" and escalates)
+    return result.model_copy(
+        update={"content": content, "structured_content": structured, "is_error": is_error}
+    )
+
+
+class ResultView:
+    """An MCP result as the adapter reads it (`isError`, `structuredContent`, `content`)."""
+
+    def __init__(self, result: CallToolResult) -> None:
+        self._result = result
+
+    @property
+    def isError(self) -> bool:  # the MCP wire names, as the adapter reads them
+        return bool(self._result.is_error)
+
+    @property
+    def structuredContent(self) -> dict[str, Any] | None:
+        return self.structured_content
+
+    @property
+    def content(self) -> Sequence[Any]:
+        return self._result.content
+
+    # the same under mcp 2's attribute names, whichever the adapter reads
+    @property
+    def is_error(self) -> bool:
+        return bool(self._result.is_error)
+
+    @property
+    def structured_content(self) -> dict[str, Any] | None:
+        structured = self._result.structured_content
+        return dict(structured) if structured is not None else None

@@ -1,0 +1,57 @@
+"""Claims the gateway could not hand to the broker, kept in memory until it answers again.
+
+Bounded: a full outbox refuses the next claim (the caller reports it as dropped) rather
+than growing without end while the broker is away. Claims leave in the order they came.
+Sending is at least once: a claim whose sending was cut short may already be on the
+topic, and its second copy is the same claim (same id, same content), which a worker
+counts as a duplicate and does not weigh twice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Final
+
+#: Claims kept at most while the broker does not answer.
+DEFAULT_OUTBOX_SIZE: Final = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One claim as the publisher sends it: its key and its JSON value (validated, signed)."""
+
+    claim_id: str
+    key: bytes
+    value: bytes
+
+
+class Outbox:
+    """A bounded first-in first-out queue of claims waiting for the broker."""
+
+    def __init__(self, size: int = DEFAULT_OUTBOX_SIZE) -> None:
+        if size < 1:
+            raise ValueError(f"an outbox holds at least 1 claim, not {size}")
+        self.size = size
+        self._claims: deque[Pending] = deque()
+        #: claims refused because the outbox was full, since it was made
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def put(self, claim: Pending) -> bool:
+        """Keep `claim`; False (and counted as dropped) when the outbox is full."""
+        if len(self._claims) >= self.size:
+            self.dropped += 1
+            return False
+        self._claims.append(claim)
+        return True
+
+    def peek(self) -> Pending | None:
+        """The oldest claim, left in place (it leaves with `done` once sent)."""
+        return self._claims[0] if self._claims else None
+
+    def done(self) -> None:
+        """The oldest claim was sent: forget it."""
+        self._claims.popleft()
