@@ -49,7 +49,21 @@ run: $(STAMP) kafka-up ## start the worker on the local broker with the live dem
 demo-offline: $(STAMP) ## resolve the bundled invoice example without Kafka
 	$(BIN)/claimwatch resolve --policy $(POLICY) --now 2026-09-14T09:12:30Z examples/claims.jsonl
 
-tools: ## Prometheus, Alertmanager (with promtool, amtool) and docker-compose (Debian) for the on-call tests
+# The third-party MCP clients the tests run (docs/mcp-clients.md): the MCP Inspector and the
+# conformance suite, at the exact versions of tools/npm/package-lock.json, into .cache/npm with a
+# Node 22 binary from the npm registry (the Inspector 2.x needs Node >= 22.19). The stamp makes a
+# later `make tools` a no-op, so it needs no network once installed; --ignore-scripts: the only
+# install script in the lock (the Inspector's postinstall) does nothing outside its own checkout.
+NPM_PREFIX := .cache/npm
+NPM_STAMP := $(NPM_PREFIX)/.installed
+
+$(NPM_STAMP): tools/npm/package.json tools/npm/package-lock.json
+	mkdir -p $(NPM_PREFIX)
+	cp tools/npm/package.json tools/npm/package-lock.json $(NPM_PREFIX)/
+	cd $(NPM_PREFIX) && npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error
+	touch $@
+
+tools: $(NPM_STAMP) ## Prometheus, Alertmanager, docker-compose (Debian) and the MCP Inspector and conformance suite (npm)
 	@command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null \
 	  && command -v promtool >/dev/null && command -v amtool >/dev/null \
 	  && command -v docker-compose >/dev/null || { \
