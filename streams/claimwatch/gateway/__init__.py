@@ -1,0 +1,1 @@
+"""The MCP gateway: claimwatch between an agent and its MCP servers."""
