@@ -9,6 +9,7 @@ next call connects again. Every wait is bounded by the server's `timeout`.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -27,6 +28,9 @@ from claimwatch.gateway.config import Upstream
 log = logging.getLogger(__name__)
 #: Pages of a tool listing read at most (a server whose cursor never ends is cut off).
 MAX_PAGES: Final = 100
+#: A stdio command whose program is this word runs on the gateway's own interpreter (an
+#: activated virtual environment or not, `python` finds the packages the gateway has).
+PYTHON: Final = "python"
 #: The streamable-HTTP client's timeouts: connect and write, and the long-lived reads.
 _HTTP_TIMEOUT: Final = httpx2.Timeout(30, read=300)
 
@@ -66,8 +70,9 @@ class UpstreamServer:
     def _client_for(self) -> Client:
         spec = self.spec
         if spec.command is not None:
+            program = sys.executable if spec.command[0] == PYTHON else spec.command[0]
             target: Any = StdioServerParameters(
-                command=spec.command[0], args=spec.command[1:], env=spec.env or None, cwd=spec.cwd
+                command=program, args=spec.command[1:], env=spec.env or None, cwd=spec.cwd
             )
         else:
             assert spec.url is not None  # the config allows one or the other

@@ -1,0 +1,108 @@
+"""Builders for the gateway tests: the two test upstreams, a gateway file, an agent session."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from tests.support.cli import CLAIMWATCH
+from tests.support.paths import REPO
+
+PYTHON = sys.executable
+#: The agent's transports to the gateway, for parametrize.
+TRANSPORTS = ("stdio", "http")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Return once something accepts on `port`; fail when `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the process on port {port} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port} after {timeout} s")
+
+
+@contextlib.contextmanager
+def running(args: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A process started from the repository that listens on `port`, stopped at the end."""
+    proc = subprocess.Popen(args, cwd=REPO, stdin=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def upstream_command(name: str) -> list[str]:
+    """The command line of a test upstream over stdio."""
+    return [PYTHON, "-m", "tests.support.mcp_upstream", name]
+
+
+def write_config(
+    path: Path, beta_url: str, *, alpha_timeout: str = "20s", extra: dict[str, Any] | None = None
+) -> Path:
+    """A gateway file: `alpha` over stdio, `beta` at `beta_url`, plus `extra` servers."""
+    servers: dict[str, Any] = {
+        "alpha": {"command": upstream_command("alpha"), "cwd": str(REPO), "timeout": alpha_timeout},
+        "beta": {"url": beta_url, "timeout": "20s"},
+        **(extra or {}),
+    }
+    path.write_text(yaml.safe_dump({"servers": servers}), encoding="utf-8")
+    return path
+
+
+def gateway_command(config: Path, *extra: str) -> list[str]:
+    """`claimwatch gateway --config FILE ...`: the installed console script."""
+    return [str(CLAIMWATCH), "gateway", "--config", str(config), *extra]
+
+
+@contextlib.asynccontextmanager
+async def agent(transport: str, config: Path) -> AsyncIterator[Client]:
+    """The SDK's client, connected to a gateway of `config` over stdio or streamable HTTP."""
+    if transport == "stdio":
+        command = gateway_command(config)
+        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+        async with Client(params, cache=None) as client:
+            yield client
+        return
+    port = free_port()
+    with running(gateway_command(config, "--http", f"127.0.0.1:{port}"), port):
+        async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+            yield client
+
+
+def wire(result: CallToolResult) -> dict[str, Any]:
+    """A result as the JSON it travels as."""
+    dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text blocks of a result, joined."""
+    return "\n".join(getattr(block, "text", "") for block in result.content)
