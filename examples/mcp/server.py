@@ -1,9 +1,10 @@
-"""A tiny MCP server (FastMCP, stdio) whose two tools disagree about an invoice.
+"""A tiny MCP server (MCPServer, stdio) whose two tools disagree about an invoice.
 
 `get_invoice_status` is the billing system (it owns payment status) and says `paid`;
 `get_report_status` is a reporting replica and still says `unpaid`. Invoice `INV-404`
 is unknown to billing (an error whose text says "not found"), and `INV-BROKEN` makes the
-reporting tool fail outright (an error of no known kind).
+reporting tool fail outright (an error of no known kind). Both raise `ToolError`: the SDK
+sends its text to the caller (any other exception's text stays on the server).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-server = FastMCP("claimwatch-demo-tools")
+server = MCPServer("claimwatch-demo-tools")
 
 
 def _now() -> str:
@@ -25,7 +27,7 @@ def _now() -> str:
 def get_invoice_status(invoice_id: str) -> dict[str, Any]:
     """Billing: the payment status of an invoice, from the ledger that owns it."""
     if invoice_id == "INV-404":
-        raise LookupError(f"invoice {invoice_id} not found")
+        raise ToolError(f"invoice {invoice_id} not found")
     return {"invoice_id": invoice_id, "status": "paid", "as_of": _now()}
 
 
@@ -33,7 +35,7 @@ def get_invoice_status(invoice_id: str) -> dict[str, Any]:
 def get_report_status(invoice_id: str) -> dict[str, Any]:
     """Reporting: the payment status of an invoice, from a nightly replica."""
     if invoice_id == "INV-BROKEN":
-        raise RuntimeError("reporting warehouse query failed")
+        raise ToolError("reporting warehouse query failed")
     return {"invoice_id": invoice_id, "status": "unpaid", "as_of": _now()}
 
 

@@ -1,105 +1,108 @@
-"""Fakes of the gateway's collaborators: a `claimwatch.Client` and decision records."""
+"""Builders for the gateway tests: the two test upstreams, a gateway file, an agent session."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
-from claimwatch.core.claim import fact_key
+import yaml
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+from tests.support.cli import CLAIMWATCH
+from tests.support.paths import REPO
+
+PYTHON = sys.executable
+#: The agent's transports to the gateway, for parametrize.
+TRANSPORTS = ("stdio", "http")
 
 
-class FakePublisher:
-    """Records what is sent; `down` makes every send fail as a broker that is away."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes]] = []
-        self.down = False
-
-    async def send(self, key: bytes, value: bytes) -> None:
-        if self.down:
-            raise ConnectionError("no broker (fake)")
-        self.sent.append((key, value))
-
-    async def flush(self) -> None:
-        return None
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
-class FakeClient:
-    """A `Client` whose `decide` answers with `answer(claim)` (a decision record or raise).
-
-    `opens` counts the opens; `broken_open` makes opening raise it (the broker down).
-    """
-
-    def __init__(
-        self,
-        answer: Callable[[dict[str, Any]], Any] | None = None,
-        *,
-        broken_open: BaseException | None = None,
-    ) -> None:
-        self.answer = answer or (lambda claim: decision(claim, "resolved"))
-        self.broken_open = broken_open
-        self.publisher = FakePublisher()
-        self.decided: list[dict[str, Any]] = []
-        self.opens = 0
-        self.closed = False
-
-    def __call__(self, _settings: object) -> FakeClient:
-        """Act as the arbitrator's client factory: the same fake every time."""
-        return self
-
-    async def __aenter__(self) -> FakeClient:
-        if self.broken_open is not None:
-            raise self.broken_open
-        self.opens += 1
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.closed = True
-
-    async def decide(
-        self, claims: Iterable[Mapping[str, Any]], timeout: float = 30.0
-    ) -> dict[str, dict[str, Any]]:
-        decided = {}
-        for claim in claims:
-            self.decided.append(dict(claim))
-            answer = self.answer(dict(claim))
-            if asyncio.iscoroutine(answer):
-                answer = await answer
-            if isinstance(answer, BaseException):
-                raise answer
-            decided[fact_key(claim["subject"], claim["field"])] = answer
-        return decided
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Return once something accepts on `port`; fail when `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the process on port {port} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port} after {timeout} s")
 
 
-def decision(
-    claim: Mapping[str, Any],
-    outcome: str,
-    *,
-    action: str = "proceed",
-    others: Iterable[Mapping[str, Any]] = (),
-    reason: str = "the owner decides",
-) -> dict[str, Any]:
-    """A decision record covering `claim` (and the `others` claims), as a worker writes one."""
-    competing = outcome == "conflict"
-    claims = [
-        {
-            "claim_id": c["claim_id"],
-            "source": c["source"],
-            "status": c.get("status", "ok"),
-            **({"value": c["value"]} if "value" in c else {}),
-            "disposition": "contradicting" if competing else ("won" if i == 0 else "outranked"),
-        }
-        for i, c in enumerate([claim, *others])
-    ]
-    return {
-        "decision_id": "d-" + str(claim["claim_id"])[-6:],
-        "subject": claim["subject"],
-        "field": claim["field"],
-        "outcome": outcome,
-        "value": None if competing else claim.get("value"),
-        "exists": None if competing else True,
-        "action": action,
-        "reason": reason,
-        "claims": claims,
+@contextlib.contextmanager
+def running(args: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A process started from the repository that listens on `port`, stopped at the end."""
+    proc = subprocess.Popen(args, cwd=REPO, stdin=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def upstream_command(name: str) -> list[str]:
+    """The command line of a test upstream over stdio."""
+    return [PYTHON, "-m", "tests.support.mcp_upstream", name]
+
+
+def write_config(
+    path: Path, beta_url: str, *, alpha_timeout: str = "20s", extra: dict[str, Any] | None = None
+) -> Path:
+    """A gateway file: `alpha` over stdio, `beta` at `beta_url`, plus `extra` servers."""
+    servers: dict[str, Any] = {
+        "alpha": {"command": upstream_command("alpha"), "cwd": str(REPO), "timeout": alpha_timeout},
+        "beta": {"url": beta_url, "timeout": "20s"},
+        **(extra or {}),
     }
+    path.write_text(yaml.safe_dump({"servers": servers}), encoding="utf-8")
+    return path
+
+
+def gateway_command(config: Path, *extra: str) -> list[str]:
+    """`claimwatch gateway --config FILE ...`: the installed console script."""
+    return [str(CLAIMWATCH), "gateway", "--config", str(config), *extra]
+
+
+@contextlib.asynccontextmanager
+async def agent(transport: str, config: Path) -> AsyncIterator[Client]:
+    """The SDK's client, connected to a gateway of `config` over stdio or streamable HTTP."""
+    if transport == "stdio":
+        command = gateway_command(config)
+        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+        async with Client(params, cache=None) as client:
+            yield client
+        return
+    port = free_port()
+    with running(gateway_command(config, "--http", f"127.0.0.1:{port}"), port):
+        async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+            yield client
+
+
+def wire(result: CallToolResult) -> dict[str, Any]:
+    """A result as the JSON it travels as."""
+    dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text blocks of a result, joined."""
+    return "\n".join(getattr(block, "text", "") for block in result.content)

@@ -29,6 +29,7 @@ COMMANDS: Final = {
     "merge": ("merge", "merge_files"),
     "ask": ("ask", "ask"),
     "dlq": ("dlq", "dlq"),
+    "gateway": ("gateway", "gateway"),
 }
 
 

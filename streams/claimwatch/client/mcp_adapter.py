@@ -111,10 +111,10 @@ class ToolResult(Protocol):
     """The parts of `mcp.types.CallToolResult` the adapter reads."""
 
     @property
-    def isError(self) -> bool: ...
+    def is_error(self) -> bool: ...
 
     @property
-    def structuredContent(self) -> dict[str, Any] | None: ...
+    def structured_content(self) -> dict[str, Any] | None: ...
 
     @property
     def content(self) -> Sequence[Any]: ...
@@ -158,8 +158,8 @@ def result_text(result: ToolResult) -> str:
 
 def result_payload(result: ToolResult) -> dict[str, Any] | None:
     """The result's structured content, else its text parsed as a JSON object, else None."""
-    if result.structuredContent is not None:
-        return dict(result.structuredContent)
+    if result.structured_content is not None:
+        return dict(result.structured_content)
     try:
         parsed = json.loads(result_text(result))
     except ValueError:
@@ -237,7 +237,7 @@ def claim_from_result(
     value: Any = None
     key = mapping.errors.status_key
     named = payload.get(key) if payload is not None and key is not None else None
-    if result.isError:
+    if result.is_error:
         status, detail = error_status(mapping.errors, payload, text), text
     elif named in _ERROR_STATUSES:  # a tool that reports its failure in a structured key
         status, detail = str(named), text

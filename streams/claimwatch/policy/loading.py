@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from claimwatch.core.policy import CompiledPolicy
@@ -14,33 +13,17 @@ from claimwatch.policy.signing_keys import load_signing_keys
 from claimwatch.policy.source import (
     MAX_POLICY_BYTES,
     PolicyError,
-    UniqueKeyLoader,
     decode_utf8,
-    key_at,
     line_of,
     read_bounded,
+    read_yaml,
 )
 from claimwatch.policy.unit_cache import use_unit_cache
 
 
 def parse_policy(text: str, path: str = "<policy>") -> Policy:
     """Validate policy text; raise PolicyError naming the first problem."""
-    try:
-        data = yaml.load(text, Loader=UniqueKeyLoader)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        key = ""
-        if isinstance(exc, yaml.constructor.ConstructorError):  # the text composes: find the key
-            key = key_at(yaml.compose(text, Loader=yaml.SafeLoader), exc.problem_mark)
-        raise PolicyError(path, line, key, f"invalid YAML: {exc.problem or exc}") from None
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
-        line = text.count("\n", 0, exc.position) + 1
-        reason = f"invalid YAML: unacceptable character #x{exc.character:04x}"
-        raise PolicyError(path, line, "", reason) from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(path, None, "", f"invalid YAML: {' '.join(str(exc).split())}") from None
+    data, root = read_yaml(text, path)
     if not isinstance(data, dict):
         raise PolicyError(path, 1, "", "a policy file must be a mapping with `policy_version`")
     use_unit_cache()  # a quantity field's unit is checked against pint's registry

@@ -125,3 +125,27 @@ def decode_utf8(data: bytes, path: str) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         reason = f"invalid UTF-8 byte 0x{data[exc.start]:02x} at byte offset {exc.start}"
         raise PolicyError(path, line, None, reason) from None
+
+
+def read_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+    """The YAML document (unique keys) and its node tree, whose marks give each key's line.
+
+    PolicyError names the file, the line and, where the text composes, the key.
+    """
+    try:
+        data = yaml.load(text, Loader=UniqueKeyLoader)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        key = ""
+        if isinstance(exc, yaml.constructor.ConstructorError):  # the text composes: find the key
+            key = key_at(yaml.compose(text, Loader=yaml.SafeLoader), exc.problem_mark)
+        raise PolicyError(path, line, key, f"invalid YAML: {exc.problem or exc}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
+        line = text.count("\n", 0, exc.position) + 1
+        reason = f"invalid YAML: unacceptable character #x{exc.character:04x}"
+        raise PolicyError(path, line, "", reason) from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(path, None, "", f"invalid YAML: {' '.join(str(exc).split())}") from None
+    return data, root

@@ -17,7 +17,7 @@ from claimwatch.client.mcp_adapter import (
 )
 from claimwatch.core.signing import verify
 from claimwatch.models.claim import ClaimEnvelope
-from mcp.shared.memory import create_connected_server_and_client_session
+from mcp import Client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tests.support.paths import REPO
@@ -54,7 +54,7 @@ def test_structured_content_gives_value_time_and_provenance() -> None:
     """The structured result is read by the mapping's keys; provenance comes from the mapping."""
     result = CallToolResult(
         content=text("ignored"),
-        structuredContent={"status": "paid", "as_of": "2026-09-14T09:11:58Z"},
+        structured_content={"status": "paid", "as_of": "2026-09-14T09:11:58Z"},
     )
     envelope = claim(result, agent_id="agent-7")
     assert {
@@ -73,7 +73,7 @@ def test_structured_content_gives_value_time_and_provenance() -> None:
 
 def test_json_text_content_is_read_when_there_is_no_structured_content() -> None:
     """An older server's JSON text gives the same claim as structured content would."""
-    structured = CallToolResult(content=[], structuredContent={"status": "unpaid"})
+    structured = CallToolResult(content=[], structured_content={"status": "unpaid"})
     as_text = CallToolResult(content=text(json.dumps({"status": "unpaid"})))
     assert claim(structured) == claim(as_text)
     assert ("ok", "unpaid", NOW) == (
@@ -86,7 +86,7 @@ def test_json_text_content_is_read_when_there_is_no_structured_content() -> None
 def test_is_error_becomes_status_error_never_a_value() -> None:
     """A failed call of no recognised kind is `status: error` with no value at all."""
     result = CallToolResult(
-        content=text("Error executing tool get_invoice_status: ledger exploded"), isError=True
+        content=text("Error executing tool get_invoice_status: ledger exploded"), is_error=True
     )
     envelope = claim(result)
     assert ("error", False) == (envelope["status"], "value" in envelope)
@@ -104,7 +104,7 @@ def test_is_error_becomes_status_error_never_a_value() -> None:
 )
 def test_error_text_is_recognised(message: str, status: str) -> None:
     """not_found, forbidden and unavailable are told apart by phrases in the error text."""
-    result = CallToolResult(content=text(f"Error executing tool: {message}"), isError=True)
+    result = CallToolResult(content=text(f"Error executing tool: {message}"), is_error=True)
     assert status == claim(result)["status"]
 
 
@@ -113,9 +113,9 @@ def test_structured_status_key_wins_over_the_text() -> None:
     mapping = MAPPING.model_copy(update={"errors": MAPPING.errors.model_copy(
         update={"status_key": "error_kind"})})  # fmt: skip
     failed = CallToolResult(
-        content=text("denied"), structuredContent={"error_kind": "not_found"}, isError=True
+        content=text("denied"), structured_content={"error_kind": "not_found"}, is_error=True
     )
-    quiet = CallToolResult(content=[], structuredContent={"error_kind": "forbidden"})
+    quiet = CallToolResult(content=[], structured_content={"error_kind": "forbidden"})
     assert ("not_found", "forbidden") == (
         claim(failed, mapping)["status"],
         claim(quiet, mapping)["status"],
@@ -124,7 +124,7 @@ def test_structured_status_key_wins_over_the_text() -> None:
 
 def test_result_without_the_value_key_is_an_error_not_an_empty_value() -> None:
     """A successful call whose result lacks the value is `error`, never `ok` with null."""
-    result = CallToolResult(content=[], structuredContent={"state": "paid"})
+    result = CallToolResult(content=[], structured_content={"state": "paid"})
     envelope = claim(result)
     assert ("error", False) == (envelope["status"], "value" in envelope)
     assert "no `status`" in envelope["error_detail"]
@@ -138,9 +138,9 @@ def test_non_text_content_is_not_a_value() -> None:
 
 def test_claim_id_is_derived_from_content_and_signature_verifies() -> None:
     """Same result, same id; a signing key gives a signature the worker accepts."""
-    result = CallToolResult(content=[], structuredContent={"status": "paid"})
+    result = CallToolResult(content=[], structured_content={"status": "paid"})
     first, again = claim(result), claim(result)
-    other = claim(CallToolResult(content=[], structuredContent={"status": "unpaid"}))
+    other = claim(CallToolResult(content=[], structured_content={"status": "unpaid"}))
     assert first["claim_id"] == again["claim_id"] != other["claim_id"]
     signed_claim = claim(result, signing_key=b"k")
     assert None is verify(signed_claim, b"k")
@@ -160,7 +160,7 @@ def test_subject_needs_its_names() -> None:
     """A subject template naming a key nobody gave cannot be attributed to a fact."""
     mapping = MAPPING.model_copy(update={"subject": "invoice:{number}"})
     with pytest.raises(MappingError, match="no scalar `number`"):
-        claim(CallToolResult(content=[], structuredContent={"status": "paid"}), mapping)
+        claim(CallToolResult(content=[], structured_content={"status": "paid"}), mapping)
 
 
 def test_mapping_file_errors_name_file_line_and_key() -> None:
@@ -183,7 +183,7 @@ def test_example_mappings_load() -> None:
 
 
 def _example_server() -> Any:
-    """The example FastMCP server object (imported from its file)."""
+    """The example MCPServer object (imported from its file)."""
     spec = importlib.util.spec_from_file_location("mcp_demo_server", EXAMPLE / "server.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -195,7 +195,7 @@ async def test_example_server_in_memory_disagrees_and_fails_as_documented() -> N
     """Over an in-memory session: billing paid, reporting unpaid, not found and plain error."""
     mappings = load_mappings(EXAMPLE / "mappings.yaml")
     server = _example_server()
-    async with create_connected_server_and_client_session(server._mcp_server) as session:
+    async with Client(server) as session:
 
         async def ask(tool: str, invoice: str) -> dict[str, Any]:
             return await call_tool_claim(session, mappings, tool, {"invoice_id": invoice}, now=NOW)

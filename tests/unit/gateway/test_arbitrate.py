@@ -19,7 +19,7 @@ from claimwatch.gateway.tools_config import (
 from claimwatch.wire.topics import BrokerUnavailable
 from mcp.types import CallToolResult, TextContent
 
-from tests.support.gateway import FakeClient, decision
+from tests.support.gateway_fakes import FakeClient, decision
 
 NOW = "2026-09-14T09:12:00Z"
 KEY = b"k" * 32

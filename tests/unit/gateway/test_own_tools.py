@@ -13,7 +13,7 @@ from claimwatch.gateway.open_conflicts import OpenConflicts
 from claimwatch.gateway.own_tools import OWN_TOOLS, _conflicts_text
 from claimwatch.gateway.tools_config import ArbitrationSettings
 
-from tests.support.gateway import decision
+from tests.support.gateway_fakes import decision
 
 CLAIM = {
     "claim_id": "c-000001",

@@ -1,0 +1,103 @@
+"""`claimwatch gateway --config gateway.yaml`: the MCP gateway between an agent and its servers.
+
+The agent lists this command as its one MCP server (stdio by default, streamable HTTP with
+`--http HOST:PORT`); the file lists the real servers. Exit 2 for a bad file or flag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from claimwatch.cli.common import BootstrapOption, PrefixOption, fail
+from claimwatch.gateway.config import GatewayConfig, GatewaySettings, load_config
+from claimwatch.gateway.hook import ResultHook, passthrough
+from claimwatch.gateway.routing import OwnTool
+from claimwatch.gateway.server import HTTP_PATH, Gateway
+from claimwatch.policy.source import PolicyError
+
+
+def plug_in(
+    config: GatewayConfig, settings: GatewaySettings
+) -> tuple[ResultHook, Sequence[OwnTool]]:
+    """The result hook every upstream result passes through, and claimwatch's own tools.
+
+    The arbitration plugs in here: `Arbitrator.from_config(config.tools_raw, config.source,
+    settings)` as the hook, and the own tools (`claimwatch_decision`, `claimwatch_explain`,
+    `claimwatch_conflicts`) as `OwnTool`s. Until then results pass through unchanged.
+    """
+    return passthrough, ()
+
+
+def host_port(raw: str) -> tuple[str, int]:
+    """`HOST:PORT` (`[::1]:PORT` for IPv6); ValueError saying what to write."""
+    host, sep, port = raw.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{raw!r}: write HOST:PORT, e.g. 127.0.0.1:8766")
+    return host, int(port)
+
+
+def _version() -> str:
+    try:
+        return version("claimwatch")
+    except PackageNotFoundError:  # a source tree run without installing
+        return ""
+
+
+def gateway(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="the gateway file (servers, tool mappings)")
+    ],
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help=f"serve streamable HTTP at http://HOST:PORT{HTTP_PATH} instead of stdio",
+        ),
+    ] = None,
+    worker_url: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "a worker's HTTP address, over the file's `worker_url` "
+                "[env CLAIMWATCH_WORKER_URL; default http://127.0.0.1:6066]"
+            )
+        ),
+    ] = None,
+    bootstrap: BootstrapOption = None,
+    topic_prefix: PrefixOption = None,
+) -> None:
+    """Serve the tools of the file's MCP servers as one MCP server, each result arbitrated.
+
+    Over stdio (the default) the agent starts this command itself; its logs go to stderr.
+    """
+    try:
+        loaded = load_config(config)
+        address = host_port(http) if http is not None else None
+    except PolicyError as exc:
+        fail(str(exc), 2)
+    except ValueError as exc:
+        fail(f"--http: {exc}", 2)
+    settings = loaded.settings.overridden(
+        worker_url=worker_url, bootstrap=bootstrap, topic_prefix=topic_prefix
+    )
+    try:
+        hook, own_tools = plug_in(loaded, settings)
+    except PolicyError as exc:
+        fail(str(exc), 2)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="claimwatch gateway: %(message)s"
+    )
+    server = Gateway(loaded.servers, hook=hook, own_tools=own_tools, version=_version())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the gateway, not with a trace
+        asyncio.run(server.run_stdio() if address is None else server.run_http(*address))
