@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from claimwatch.client.facts import FactPages
 from claimwatch.gateway.arbitrate import Arbitrator
-from claimwatch.gateway.tools_config import ArbitrationSettings, ConfigSource
+from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from mcp.types import CallToolResult, TextContent
 
 from tests.support.kafka import WorkerProcess, Workers, wait_for_ticks
@@ -80,7 +80,7 @@ async def started(
 
 
 def arbitrator(worker: WorkerProcess, bootstrap: str, timeout: float) -> Arbitrator:
-    settings = ArbitrationSettings(worker.url, bootstrap, worker.prefix, timeout)
+    settings = GatewaySettings(worker.url, bootstrap, worker.prefix, timeout)
     return Arbitrator.from_config(TOOLS, ConfigSource("gateway.yaml"), settings)
 
 
@@ -133,10 +133,10 @@ async def test_worker_down_the_call_returns_and_the_claim_is_decided_later(
 ) -> None:
     worker = await started(workers, tmp_path, kafka_bootstrap, monkeypatch)
     async with arbitrator(worker, kafka_bootstrap, 2.0) as hook:
-        hook.settings = ArbitrationSettings(worker.url, kafka_bootstrap, worker.prefix, 15.0)
+        hook.settings = GatewaySettings(worker.url, kafka_bootstrap, worker.prefix, 15.0)
         warm = await hook("us_balance", {"invoice_id": "INV-3"}, result("paid"))
         assert "resolved" == warm.structured_content["claimwatch"]["outcome"]
-        hook.settings = ArbitrationSettings(worker.url, kafka_bootstrap, worker.prefix, 2.0)
+        hook.settings = GatewaySettings(worker.url, kafka_bootstrap, worker.prefix, 2.0)
         worker.kill(signal.SIGTERM)
         began = time.monotonic()
         out = await hook("us_balance", {"invoice_id": "INV-4"}, result("unpaid"))

@@ -1,8 +1,8 @@
-"""A client nobody here wrote: the MCP Inspector's command-line mode against our MCP server.
+"""A client nobody here wrote: the MCP Inspector's command-line mode against our gateway.
 
 The Inspector (npm `@modelcontextprotocol/inspector`, `make tools`) starts the server of
 `tests.support.mcp_clients.STDIO_SERVER` over stdio as a desktop client would, lists its
-tools and calls them; the assertions read the JSON it prints. The example server's two tools
+tools and calls them through it; the assertions read the JSON it prints. The example server's two tools
 disagree about an invoice (examples/mcp/server.py); INV-404 and INV-BROKEN make them fail.
 """
 

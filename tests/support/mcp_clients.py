@@ -20,7 +20,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,23 +27,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli import CLAIMWATCH
 from tests.support.kafka import free_port
 from tests.support.paths import REPO
 
-#: The MCP server the third-party clients test, as a stdio command run in the repository root.
-#: The gateway: (str(CLAIMWATCH), "gateway", "--config", "examples/mcp/gateway.yaml").
-STDIO_SERVER: tuple[str, ...] = (sys.executable, "examples/mcp/server.py")
-#: The same server over streamable HTTP at http://127.0.0.1:{port}/mcp (`serve_http`).
-#: The gateway: (str(CLAIMWATCH), "gateway", "--config", "examples/mcp/gateway.yaml",
-#: "--http", "127.0.0.1:{port}").
-HTTP_SERVER: tuple[str, ...] = (
-    sys.executable,
-    "-m",
-    "tests.support.mcp_http",
-    "examples/mcp/server.py",
-    "--port",
-    "{port}",
+#: The MCP server the third-party clients test, as a stdio command run in the repository
+#: root: claimwatch's gateway over examples/mcp/server.py (examples/mcp/gateway.yaml). No
+#: worker answers at the file's worker URL, so every mapped result comes back at once with
+#: the `claimwatch` note saying it is unarbitrated.
+STDIO_SERVER: tuple[str, ...] = (
+    str(CLAIMWATCH),
+    "gateway",
+    "--config",
+    "examples/mcp/gateway.yaml",
 )
+#: The same gateway over streamable HTTP at http://127.0.0.1:{port}/mcp (`serve_http`).
+HTTP_SERVER: tuple[str, ...] = (*STDIO_SERVER, "--http", "127.0.0.1:{port}")
+#: What the server needs in its environment: the key the gateway signs billing's claims with.
+SERVER_ENV: dict[str, str] = {"MCP_DEMO_BILLING_KEY": "third-party-client-tests-key-0123456789"}
 
 #: where `make tools` puts the npm clients' commands, and the Node they run on
 NPM_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin"
@@ -96,7 +96,6 @@ def inspector_cli(server: Sequence[str], method: str, *args: str, tmp_home: Path
     command = [
         str(npm_tool("mcp-inspector")),
         "--cli",
-        *server,
         "--cwd",
         str(REPO),
         "--method",
@@ -105,6 +104,10 @@ def inspector_cli(server: Sequence[str], method: str, *args: str, tmp_home: Path
         "--format",
         "json",
     ]
+    if len(server) > 1:  # a stdio command: its environment, then its words after `--`
+        command += [*(f"-e{k}={v}" for k, v in SERVER_ENV.items()), "--", *server]
+    else:
+        command += list(server)
     done = subprocess.run(
         command,
         capture_output=True,
@@ -190,6 +193,7 @@ def serve_http(command: Sequence[str], timeout: float = 30.0) -> Iterator[str]:
     process = subprocess.Popen(
         [word.replace("{port}", str(port)) for word in command],
         cwd=REPO,
+        env={**os.environ, **SERVER_ENV},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -18,8 +18,10 @@ from typing import Annotated
 import typer
 
 from claimwatch.cli.common import BootstrapOption, PrefixOption, fail
+from claimwatch.client.mcp_adapter import MappingError
+from claimwatch.gateway.arbitrate import Arbitrator
 from claimwatch.gateway.config import GatewayConfig, GatewaySettings, load_config
-from claimwatch.gateway.hook import ResultHook, passthrough
+from claimwatch.gateway.own_tools import own_tools
 from claimwatch.gateway.routing import OwnTool
 from claimwatch.gateway.server import HTTP_PATH, Gateway
 from claimwatch.policy.source import PolicyError
@@ -27,14 +29,13 @@ from claimwatch.policy.source import PolicyError
 
 def plug_in(
     config: GatewayConfig, settings: GatewaySettings
-) -> tuple[ResultHook, Sequence[OwnTool]]:
+) -> tuple[Arbitrator, Sequence[OwnTool]]:
     """The result hook every upstream result passes through, and claimwatch's own tools.
 
-    The arbitration plugs in here: `Arbitrator.from_config(config.tools_raw, config.source,
-    settings)` as the hook, and the own tools (`claimwatch_decision`, `claimwatch_explain`,
-    `claimwatch_conflicts`) as `OwnTool`s. Until then results pass through unchanged.
+    The hook is the arbitrator of the `tools:` section (a tool it does not map passes
+    through untouched); the own tools answer from the worker `settings` names.
     """
-    return passthrough, ()
+    return Arbitrator.from_config(config.tools_raw, config.source, settings), own_tools(settings)
 
 
 def host_port(raw: str) -> tuple[str, int]:
@@ -92,12 +93,17 @@ def gateway(
         worker_url=worker_url, bootstrap=bootstrap, topic_prefix=topic_prefix
     )
     try:
-        hook, own_tools = plug_in(loaded, settings)
-    except PolicyError as exc:
+        hook, tools = plug_in(loaded, settings)
+    except (PolicyError, MappingError) as exc:
         fail(str(exc), 2)
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="claimwatch gateway: %(message)s"
     )
-    server = Gateway(loaded.servers, hook=hook, own_tools=own_tools, version=_version())
+    server = Gateway(loaded.servers, hook=hook, own_tools=tools, version=_version())
+
+    async def serve() -> None:
+        async with hook:  # its client and outbox are closed when the gateway stops
+            await (server.run_stdio() if address is None else server.run_http(*address))
+
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the gateway, not with a trace
-        asyncio.run(server.run_stdio() if address is None else server.run_http(*address))
+        asyncio.run(serve())

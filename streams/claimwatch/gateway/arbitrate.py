@@ -1,6 +1,6 @@
 """The gateway's result hook: each mapped tool result becomes a claim, decided, and annotated.
 
-    arbitrator = Arbitrator.from_config(config["tools"], ConfigSource(path, root), settings)
+    arbitrator = Arbitrator.from_config(config["tools"], ConfigSource(path, text, root), settings)
     async with arbitrator:
         annotated = await arbitrator(tool, arguments, result)   # a `ResultHook`
 
@@ -32,15 +32,10 @@ from claimwatch.client.mcp_adapter import MappingError, claim_from_result
 from claimwatch.client.publisher import InvalidClaim, validate
 from claimwatch.core.claim import fact_key
 from claimwatch.gateway.annotate import ResultView, annotated
+from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.notes import ClaimState, decided_note, unarbitrated_note
 from claimwatch.gateway.outbox import Outbox, Pending
-from claimwatch.gateway.tools_config import (
-    ArbitrationSettings,
-    ConfigSource,
-    GatewayToolMapping,
-    parse_tools,
-    signing_keys,
-)
+from claimwatch.gateway.tools_config import GatewayToolMapping, parse_tools, signing_keys
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +45,11 @@ RETRY_S: Final = 1.0
 SEND_TIMEOUT_S: Final = 10.0
 
 #: Makes the (unopened) client of the settings; tests give a fake.
-ClientFactory = Callable[[ArbitrationSettings], Client]
+ClientFactory = Callable[[GatewaySettings], Client]
 
 
-def _client_of(settings: ArbitrationSettings) -> Client:
-    return Client(settings.worker_url, settings.bootstrap, settings.prefix)
+def _client_of(settings: GatewaySettings) -> Client:
+    return Client(settings.worker_url, settings.bootstrap, settings.topic_prefix)
 
 
 def _now() -> str:
@@ -67,7 +62,7 @@ class Arbitrator:
     def __init__(
         self,
         tools: Mapping[str, GatewayToolMapping],
-        settings: ArbitrationSettings | None = None,
+        settings: GatewaySettings | None = None,
         *,
         keys: Mapping[str, bytes] | None = None,
         client_factory: ClientFactory = _client_of,
@@ -76,7 +71,7 @@ class Arbitrator:
     ) -> None:
         """ValueError when the worker URL is no http(s) URL (told at start, not per call)."""
         self.tools = dict(tools)
-        self.settings = settings or ArbitrationSettings()
+        self.settings = settings or GatewaySettings()
         if self.settings.decide_timeout <= 0:
             raise ValueError(f"decide_timeout must be positive, not {self.settings.decide_timeout}")
         checked_worker_url(self.settings.worker_url)
@@ -90,7 +85,7 @@ class Arbitrator:
 
     @classmethod
     def from_config(
-        cls, tools_raw: object, source: ConfigSource, settings: ArbitrationSettings
+        cls, tools_raw: object, source: ConfigSource, settings: GatewaySettings
     ) -> Arbitrator:
         """The arbitrator of a config's `tools:` section; MappingError names file, line, key."""
         tools = parse_tools(tools_raw, source)
@@ -141,6 +136,7 @@ class Arbitrator:
                 arguments=arguments,
                 now=self._clock(),
                 signing_key=self.keys.get(tool),
+                decide="on_arrival",  # the agent waits for no settle window
             )
             record = validate(claim)
         except (MappingError, InvalidClaim) as exc:

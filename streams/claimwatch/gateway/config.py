@@ -140,7 +140,7 @@ class ConfigSource:
     """The file the configuration came from, for errors about its `tools:` section."""
 
     path: str
-    text: str
+    text: str = field(repr=False, default="")
     root: yaml.Node | None = field(repr=False, default=None)
 
     def line(self, loc: tuple[int | str, ...]) -> int | None:

@@ -12,8 +12,8 @@ exception) when the arguments are wrong or the worker or the broker does not ans
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp.types import CallToolResult, TextContent
@@ -21,9 +21,10 @@ from mcp.types import CallToolResult, TextContent
 from claimwatch.audit.explain import explain
 from claimwatch.client.decisions import TopicMissing
 from claimwatch.client.facts import FactPages, WorkerUnavailable
+from claimwatch.gateway.config import GatewaySettings
 from claimwatch.gateway.notes import decided_note
 from claimwatch.gateway.open_conflicts import open_conflicts
-from claimwatch.gateway.tools_config import ArbitrationSettings
+from claimwatch.gateway.routing import OwnTool
 from claimwatch.gateway.wording import shown, text_block
 from claimwatch.wire.topics import BrokerUnavailable
 
@@ -50,7 +51,7 @@ class ArgumentError(ValueError):
 
 
 async def claimwatch_decision(
-    settings: ArbitrationSettings, subject: str, field: str
+    settings: GatewaySettings, subject: str, field: str
 ) -> dict[str, Any]:
     """The fact's current decision as a `claimwatch` note, or `found: false` when it has none."""
     record = await _current(settings, subject, field)
@@ -59,9 +60,7 @@ async def claimwatch_decision(
     return {"found": True, **decided_note(record, None), "decided_at": record.get("decided_at")}
 
 
-async def claimwatch_explain(
-    settings: ArbitrationSettings, subject: str, field: str
-) -> dict[str, Any]:
+async def claimwatch_explain(settings: GatewaySettings, subject: str, field: str) -> dict[str, Any]:
     """The fact's current decision in words (`claimwatch.explain`), or `found: false`."""
     record = await _current(settings, subject, field)
     if record is None:
@@ -75,9 +74,9 @@ async def claimwatch_explain(
     }
 
 
-async def claimwatch_conflicts(settings: ArbitrationSettings, field: str) -> dict[str, Any]:
+async def claimwatch_conflicts(settings: GatewaySettings, field: str) -> dict[str, Any]:
     """The facts of `field` in conflict now, with their competing values."""
-    found = await open_conflicts(settings.bootstrap, settings.prefix, field)
+    found = await open_conflicts(settings.bootstrap, settings.topic_prefix, field)
     conflicts = [
         {
             "subject": subject,
@@ -104,9 +103,7 @@ async def claimwatch_conflicts(settings: ArbitrationSettings, field: str) -> dic
     }
 
 
-async def _current(
-    settings: ArbitrationSettings, subject: str, field: str
-) -> dict[str, Any] | None:
+async def _current(settings: GatewaySettings, subject: str, field: str) -> dict[str, Any] | None:
     async with FactPages(settings.worker_url) as pages:
         answer = await pages.ask(subject, field)
     return answer.decision if answer.status == 200 else None
@@ -149,9 +146,9 @@ def _text_argument(arguments: Mapping[str, Any], name: str) -> str:
 
 
 async def _call_fact(
-    settings: ArbitrationSettings,
+    settings: GatewaySettings,
     arguments: Mapping[str, Any],
-    tool: Callable[[ArbitrationSettings, str, str], Awaitable[dict[str, Any]]],
+    tool: Callable[[GatewaySettings, str, str], Awaitable[dict[str, Any]]],
     words: Callable[[Mapping[str, Any]], str],
 ) -> CallToolResult:
     async def run() -> tuple[dict[str, Any], str]:
@@ -185,15 +182,15 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-async def _decision(settings: ArbitrationSettings, arguments: Mapping[str, Any]) -> CallToolResult:
+async def _decision(settings: GatewaySettings, arguments: Mapping[str, Any]) -> CallToolResult:
     return await _call_fact(settings, arguments, claimwatch_decision, _fact_text)
 
 
-async def _explain(settings: ArbitrationSettings, arguments: Mapping[str, Any]) -> CallToolResult:
+async def _explain(settings: GatewaySettings, arguments: Mapping[str, Any]) -> CallToolResult:
     return await _call_fact(settings, arguments, claimwatch_explain, _explain_text)
 
 
-async def _conflicts(settings: ArbitrationSettings, arguments: Mapping[str, Any]) -> CallToolResult:
+async def _conflicts(settings: GatewaySettings, arguments: Mapping[str, Any]) -> CallToolResult:
     async def run() -> tuple[dict[str, Any], str]:
         answer = await claimwatch_conflicts(settings, _text_argument(arguments, "field"))
         return answer, _conflicts_text(answer)
@@ -201,18 +198,19 @@ async def _conflicts(settings: ArbitrationSettings, arguments: Mapping[str, Any]
     return await _answered(run, ("field",), arguments)
 
 
-@dataclass(frozen=True, slots=True)
-class OwnTool:
-    """One of claimwatch's tools as the gateway lists and calls it."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    call: Callable[[ArbitrationSettings, Mapping[str, Any]], Awaitable[CallToolResult]]
-
-
-OWN_TOOLS: Final[list[OwnTool]] = [
-    OwnTool(
+#: claimwatch's tools: name, description, input schema and what answers a call.
+_SPECS: Final[
+    tuple[
+        tuple[
+            str,
+            str,
+            dict[str, Any],
+            Callable[[GatewaySettings, Mapping[str, Any]], Awaitable[CallToolResult]],
+        ],
+        ...,
+    ]
+] = (
+    (
         "claimwatch_decision",
         "The current claimwatch decision of one fact (subject, field): its outcome (resolved, "
         "conflict, insufficient, rejected), value, action (proceed, degrade, escalate), reason "
@@ -220,18 +218,26 @@ OWN_TOOLS: Final[list[OwnTool]] = [
         _FACT_SCHEMA,
         _decision,
     ),
-    OwnTool(
+    (
         "claimwatch_explain",
         "Why claimwatch decided what it did about one fact (subject, field), in plain words: "
         "which sources said what, which won and why, and what to do.",
         _FACT_SCHEMA,
         _explain,
     ),
-    OwnTool(
+    (
         "claimwatch_conflicts",
         "The facts of one field (e.g. payment_status) whose sources disagree now, with each "
         "source's value. Use it to ask whether anything about a field is in dispute.",
         _FIELD_SCHEMA,
         _conflicts,
     ),
-]
+)
+
+
+def own_tools(settings: GatewaySettings) -> list[OwnTool]:
+    """Claimwatch's own tools as the gateway lists and routes them, asking `settings`' worker."""
+    return [
+        OwnTool(name, description, schema, functools.partial(answer, settings))
+        for name, description, schema, answer in _SPECS
+    ]

@@ -9,19 +9,16 @@ the line and the key, like the policy loader's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
 from claimwatch.client.mcp_adapter import MappingError, ToolMapping
+from claimwatch.gateway.config import ConfigSource
 from claimwatch.policy.signing_keys import client_key
-from claimwatch.policy.source import dotted, line_of
+from claimwatch.policy.source import dotted
 
 OnEscalate = Literal["annotate", "error"]
-#: The longest a call waits for its decision when the config does not say (seconds).
-DEFAULT_DECIDE_TIMEOUT_S: Final = 2.0
 
 
 class GatewayToolMapping(ToolMapping):
@@ -31,34 +28,6 @@ class GatewayToolMapping(ToolMapping):
         default="annotate",
         description="annotate: the result with the decision attached; error: an error result",
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSource:
-    """Where the `tools:` section came from: the file's name and its YAML node tree.
-
-    `root` is the node of the whole file (`yaml.compose`), for the line of a key; `section`
-    the key path of the tools mapping within it.
-    """
-
-    path: str
-    root: yaml.Node | None = None
-    section: tuple[str, ...] = ("tools",)
-
-
-@dataclass(frozen=True, slots=True)
-class ArbitrationSettings:
-    """Where claims go and decisions come from; None: found as `claimwatch.Client` finds it.
-
-    (`worker_url`: CLAIMWATCH_WORKER_URL, `bootstrap`: CLAIMWATCH_BOOTSTRAP, `prefix`:
-    CLAIMWATCH_TOPIC_PREFIX, each else the local default.)
-    """
-
-    worker_url: str | None = None
-    bootstrap: str | None = None
-    prefix: str | None = None
-    #: the longest a tool call waits for its decision, in seconds
-    decide_timeout: float = DEFAULT_DECIDE_TIMEOUT_S
 
 
 def parse_tools(tools_raw: object, source: ConfigSource) -> dict[str, GatewayToolMapping]:
@@ -84,8 +53,8 @@ def parse_tools(tools_raw: object, source: ConfigSource) -> dict[str, GatewayToo
 
 def _error(source: ConfigSource, loc: tuple[str, ...], reason: str) -> MappingError:
     """The error of one key of the section: `file:line: tools.key: reason`."""
-    where = (*source.section, *loc)
-    line = line_of(source.root, where) if source.root is not None else None
+    where = ("tools", *loc)
+    line = source.line(where)
     at = f"{source.path}:{line}" if line is not None else source.path
     return MappingError(f"{at}: {dotted(where)}: {reason}")
 

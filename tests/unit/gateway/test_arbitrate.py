@@ -11,11 +11,9 @@ import pytest
 from claimwatch.client.facts import ClaimRefused, WorkerUnavailable
 from claimwatch.core.signing import verify
 from claimwatch.gateway.arbitrate import Arbitrator
+from claimwatch.gateway.config import GatewaySettings
 from claimwatch.gateway.outbox import Outbox
-from claimwatch.gateway.tools_config import (
-    ArbitrationSettings,
-    GatewayToolMapping,
-)
+from claimwatch.gateway.tools_config import GatewayToolMapping
 from claimwatch.wire.topics import BrokerUnavailable
 from mcp.types import CallToolResult, TextContent
 
@@ -50,7 +48,7 @@ def arbitrator(
 ) -> Arbitrator:
     return Arbitrator(
         TOOLS,
-        ArbitrationSettings(decide_timeout=timeout),
+        GatewaySettings(decide_timeout=timeout),
         client_factory=client,
         outbox=outbox,
         clock=lambda: NOW,

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from claimwatch.gateway.config import GatewaySettings
 from claimwatch.gateway.open_conflicts import OpenConflicts
-from claimwatch.gateway.own_tools import OWN_TOOLS, _conflicts_text
-from claimwatch.gateway.tools_config import ArbitrationSettings
+from claimwatch.gateway.own_tools import _conflicts_text, own_tools
+from claimwatch.gateway.routing import OwnTool
 
 from tests.support.gateway_fakes import decision
 
@@ -30,7 +31,11 @@ RECORD = {
     "alternatives": [],
 }
 RECORD["claims"][0].update({"authority": "system_of_record", "observed_at": "2026-09-14T09:11:00Z"})
-TOOLS = {tool.name: tool for tool in OWN_TOOLS}
+
+
+def tool(name: str, settings: GatewaySettings) -> OwnTool:
+    """Claimwatch's own tool `name`, asking the worker `settings` names."""
+    return {t.name: t for t in own_tools(settings)}[name]
 
 
 @contextlib.asynccontextmanager
@@ -51,15 +56,15 @@ async def stand_in_worker() -> AsyncIterator[str]:
 
 
 def test_the_tools_and_their_schemas() -> None:
-    assert ["claimwatch_decision", "claimwatch_explain", "claimwatch_conflicts"] == list(TOOLS)
-    assert ["subject", "field"] == TOOLS["claimwatch_decision"].input_schema["required"]
-    assert ["field"] == TOOLS["claimwatch_conflicts"].input_schema["required"]
+    tools = {t.name: t for t in own_tools(GatewaySettings())}
+    assert ["claimwatch_decision", "claimwatch_explain", "claimwatch_conflicts"] == list(tools)
+    assert ["subject", "field"] == tools["claimwatch_decision"].input_schema["required"]
+    assert ["field"] == tools["claimwatch_conflicts"].input_schema["required"]
 
 
 async def test_decision() -> None:
     async with stand_in_worker() as worker:
-        out = await TOOLS["claimwatch_decision"].call(
-            ArbitrationSettings(worker_url=worker),
+        out = await tool("claimwatch_decision", GatewaySettings(worker_url=worker)).call(
             {"subject": "invoice:INV-2", "field": "payment_status"},
         )
     assert out.is_error is False
@@ -76,8 +81,7 @@ async def test_decision() -> None:
 
 async def test_no_decision() -> None:
     async with stand_in_worker() as worker:
-        out = await TOOLS["claimwatch_explain"].call(
-            ArbitrationSettings(worker_url=worker),
+        out = await tool("claimwatch_explain", GatewaySettings(worker_url=worker)).call(
             {"subject": "invoice:INV-9", "field": "payment_status"},
         )
     assert (False, False) == (out.is_error, out.structured_content["found"])
@@ -88,8 +92,7 @@ async def test_no_decision() -> None:
 
 async def test_explain() -> None:
     async with stand_in_worker() as worker:
-        out = await TOOLS["claimwatch_explain"].call(
-            ArbitrationSettings(worker_url=worker),
+        out = await tool("claimwatch_explain", GatewaySettings(worker_url=worker)).call(
             {"subject": "invoice:INV-2", "field": "payment_status"},
         )
     assert out.content[0].text.startswith(
@@ -106,13 +109,13 @@ async def test_explain() -> None:
     ],
 )
 async def test_bad_arguments_are_error_results(arguments: dict[str, Any], expected: str) -> None:
-    out = await TOOLS["claimwatch_decision"].call(ArbitrationSettings(), arguments)
+    out = await tool("claimwatch_decision", GatewaySettings()).call(arguments)
     assert (True, expected) == (out.is_error, out.content[0].text)
 
 
 async def test_worker_down_is_an_error_result() -> None:
-    out = await TOOLS["claimwatch_decision"].call(
-        ArbitrationSettings(worker_url="http://127.0.0.1:9"), {"subject": "s", "field": "f"}
+    out = await tool("claimwatch_decision", GatewaySettings(worker_url="http://127.0.0.1:9")).call(
+        {"subject": "s", "field": "f"}
     )
     assert out.is_error is True
     assert out.content[0].text.startswith("no worker at http://127.0.0.1:9")

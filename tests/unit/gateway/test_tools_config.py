@@ -6,13 +6,9 @@ import pytest
 import yaml
 from claimwatch.client.mcp_adapter import MappingError
 from claimwatch.gateway.arbitrate import Arbitrator
+from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.outbox import Outbox
-from claimwatch.gateway.tools_config import (
-    ArbitrationSettings,
-    ConfigSource,
-    parse_tools,
-    signing_keys,
-)
+from claimwatch.gateway.tools_config import parse_tools, signing_keys
 
 CONFIG = """\
 decide_timeout: 2s
@@ -30,7 +26,7 @@ tools:
 def parsed(extra: str = "") -> object:
     text = CONFIG.replace("{extra}", extra)
     root = yaml.compose(text, Loader=yaml.SafeLoader)
-    return parse_tools(yaml.safe_load(text)["tools"], ConfigSource("gateway.yaml", root))
+    return parse_tools(yaml.safe_load(text)["tools"], ConfigSource("gateway.yaml", text, root))
 
 
 def test_a_valid_section() -> None:
@@ -89,7 +85,7 @@ def test_a_missing_signing_key_stops_the_start(monkeypatch: pytest.MonkeyPatch) 
         }
     }
     with pytest.raises(MappingError) as caught:
-        Arbitrator.from_config(raw, ConfigSource("gateway.yaml"), ArbitrationSettings())
+        Arbitrator.from_config(raw, ConfigSource("gateway.yaml"), GatewaySettings())
     assert str(caught.value).startswith("gateway.yaml: tools.t.signing: ")
     assert "GW_TEST_KEY is not set" in str(caught.value)
     monkeypatch.setenv("GW_TEST_KEY", "k" * 32)
@@ -98,9 +94,7 @@ def test_a_missing_signing_key_stops_the_start(monkeypatch: pytest.MonkeyPatch) 
 
 def test_a_bad_worker_url_stops_the_start() -> None:
     with pytest.raises(ValueError, match="has no http:// or https:// scheme"):
-        Arbitrator.from_config(
-            {}, ConfigSource("g"), ArbitrationSettings(worker_url="localhost:6066")
-        )
+        Arbitrator.from_config({}, ConfigSource("g"), GatewaySettings(worker_url="localhost:6066"))
 
 
 def test_outbox_is_bounded() -> None:
