@@ -2,8 +2,9 @@
 
 The Inspector (npm `@modelcontextprotocol/inspector`, `make tools`) starts the server of
 `tests.support.mcp_clients.STDIO_SERVER` over stdio as a desktop client would, lists its
-tools and calls them through it; the assertions read the JSON it prints. The example server's two tools
-disagree about an invoice (examples/mcp/server.py); INV-404 and INV-BROKEN make them fail.
+tools and calls them through it; the assertions read the JSON it prints. The example
+server's two tools disagree about an invoice (examples/mcp/server.py); INV-404 and
+INV-BROKEN make them fail.
 """
 
 from __future__ import annotations
