@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from claimwatch.audit import replay_topic
 from claimwatch.audit.replay import Replayer
 from claimwatch.audit.replay_request import Outputs, ReplayRequest
@@ -675,8 +675,6 @@ async def test_transactional_claims_topic_replays_to_its_end(
     admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
     await admin.start()
     try:
-        from aiokafka.admin import NewTopic
-
         await admin.create_topics([NewTopic(topic, 2, 1)])
         await producer.start()
         for batch, commit in ((committed[:10], True), (aborted, False), (committed[10:], True)):
@@ -734,4 +732,32 @@ async def test_transactional_claims_topic_replays_to_its_end(
             await producer.stop()
         with contextlib.suppress(Exception):
             await admin.delete_topics([topic])
+        await admin.close()
+
+
+async def test_an_empty_claims_topic_replays_to_nothing_without_a_traceback(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """A consumer stopped right after it started: aiokafka's CancelledError stays inside."""
+    prefix = unique("cwreplay-empty") + "."
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(f"{prefix}claims", 2, 1)])
+        done = await asyncio.to_thread(
+            _cli,
+            "replay",
+            "--policy",
+            str(REPO / "examples" / "policy.yaml"),
+            "--from-beginning",
+            "--bootstrap",
+            kafka_bootstrap,
+            "--topic-prefix",
+            prefix,
+            cwd=tmp_path,
+        )
+        assert (0, b"", b"") == (done.returncode, done.stdout, done.stderr)
+    finally:
+        with contextlib.suppress(Exception):
+            await admin.delete_topics([f"{prefix}claims"])
         await admin.close()

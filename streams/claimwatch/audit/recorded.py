@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from claimwatch.audit.replay import read_range, topic_range
+from claimwatch.audit.replay import partitions_of, read_range, topic_range
 from claimwatch.wire import kafka
 
 
@@ -64,7 +64,7 @@ def _check(record: object, require: tuple[str, ...], where: str) -> None:
 
 
 async def _read_topic(topic: str, bootstrap: str | None) -> list[dict[str, Any]]:
-    partitions = await kafka.topic_partitions(bootstrap, topic)
+    partitions = await partitions_of(bootstrap, topic)
     consumer = kafka.consumer(bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()

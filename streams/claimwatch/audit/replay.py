@@ -17,6 +17,7 @@ from claimwatch.core.claim import Claim, fact_key
 from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.quarantine import internal_error
 from claimwatch.core.signing import BAD_SIGNATURE
+from claimwatch.wire import kafka
 from claimwatch.wire.codec import DecodeError, decode_claim
 from claimwatch.wire.topics import TopicNames, partition_for
 from claimwatch.worker.claims.edge import ClaimsHandled, Runtime
@@ -187,6 +188,18 @@ class TopicRange:
 
     def total(self) -> int:
         return sum(max(0, self.end[p] - self.start[p]) for p in self.end)
+
+
+async def partitions_of(bootstrap: str | None, topic: str) -> list[int]:
+    """The partitions of `topic`; RuntimeError naming the topic when it does not exist.
+
+    Asked before a consumer starts: a consumer stopped while that error propagates raises
+    CancelledError from aiokafka's coordinator task instead, and the reason is lost.
+    """
+    partitions = await kafka.topic_partitions(bootstrap, topic)
+    if not partitions:
+        raise RuntimeError(f"topic {topic} does not exist or has no partitions")
+    return partitions
 
 
 async def topic_range(

@@ -10,7 +10,14 @@ import orjson
 
 from claimwatch.audit.checkpoint import load_checkpoint, save_checkpoint
 from claimwatch.audit.progress import progress
-from claimwatch.audit.replay import Replayed, Replayer, TopicRange, read_range, topic_range
+from claimwatch.audit.replay import (
+    Replayed,
+    Replayer,
+    TopicRange,
+    partitions_of,
+    read_range,
+    topic_range,
+)
 from claimwatch.audit.replay_parallel import jobs_for
 from claimwatch.audit.replay_request import Outputs, ReplayRequest
 from claimwatch.audit.replay_topic_parallel import replay_topic_shared, wants_parallel
@@ -37,12 +44,17 @@ def replay_topic_any(req: ReplayRequest, outputs: Outputs) -> Replayed:
 async def fixed_range(
     consumer: Any, bootstrap: str | None, topic: str, since_ms: int | None, until_ms: int | None
 ) -> TopicRange:
-    """The offsets a replay of `topic` covers, fixed now (a time range, else the whole topic)."""
+    """The offsets a replay of `topic` covers, fixed now (a time range, else the whole topic).
+
+    The consumer is started; the topic's existence is checked before it is (`partitions_of`).
+    """
     partitions = await kafka.topic_partitions(bootstrap, topic)
     return await topic_range(consumer, topic, partitions, since_ms, until_ms)
 
 
 async def _range_of(req: ReplayRequest) -> TopicRange:
+    assert req.topic is not None
+    await partitions_of(req.bootstrap, req.topic)
     consumer = kafka.consumer(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
@@ -66,6 +78,8 @@ async def replay_topic(
     (it assigns and seeks, and never commits) and reads committed records only.
     """
     assert req.topic is not None
+    if span is None:
+        await partitions_of(req.bootstrap, req.topic)
     consumer = kafka.consumer(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import os
 import ssl
 from typing import Any
@@ -62,12 +64,26 @@ def producer(bootstrap: str | None = None, **options: Any) -> AIOKafkaProducer:
     )
 
 
+class Consumer(AIOKafkaConsumer):  # type: ignore[misc]
+    """aiokafka's consumer, whose `start` lets its coordinator task take a first step.
+
+    Without a group, `stop` cancels that task and awaits it, and a task cancelled before it
+    ever ran raises CancelledError out of `stop`: a consumer stopped right after it started
+    (an empty or a missing topic) ended the command with that traceback. One pass of the
+    event loop after starting lets the task begin.
+    """
+
+    async def start(self) -> None:
+        await super().start()
+        await asyncio.sleep(0)
+
+
 def consumer(bootstrap: str | None = None, **options: Any) -> AIOKafkaConsumer:
     """A reader of the deployment's topics: no group, no auto-commit, read_committed.
 
     It assigns and seeks itself; `options` add to or override those settings.
     """
-    return AIOKafkaConsumer(
+    return Consumer(
         **{
             "bootstrap_servers": bootstrap or env_bootstrap(),
             "group_id": None,
