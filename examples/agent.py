@@ -1,7 +1,8 @@
 """An agent's tool results, decided: two sources disagree about one invoice.
 
 Start a worker first (`make run`), then: .venv/bin/python examples/agent.py
-The decision prints about 2-3 s later: the policy's settle window (2 s) closes first.
+The decision prints at once: the claims ask to be decided on arrival (`Client.decide`'s
+default); `decide(claims, early=False)` waits for the policy's 2 s settle window instead.
 """
 
 import asyncio
