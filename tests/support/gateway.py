@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,22 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30
 
 
 @contextlib.contextmanager
-def running(args: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """A process started from the repository that listens on `port`, stopped at the end."""
-    proc = subprocess.Popen(args, cwd=REPO, stdin=subprocess.DEVNULL)
+def running(
+    args: Sequence[str], port: int, env: Mapping[str, str] | None = None, quiet: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A process started from the repository that listens on `port`, stopped at the end.
+
+    `env` adds to this process's environment; `quiet` drops its output.
+    """
+    out = subprocess.DEVNULL if quiet else None
+    proc = subprocess.Popen(
+        list(args),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
+        env={**os.environ, **(env or {})},
+    )
     try:
         wait_listening(port, proc)
         yield proc

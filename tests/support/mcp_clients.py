@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.cli import CLAIMWATCH
+from tests.support.gateway import running
 from tests.support.kafka import free_port
 from tests.support.paths import REPO
 
@@ -169,41 +168,14 @@ def conformance_server(
     return checks
 
 
-def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
-    """Return once 127.0.0.1:`port` accepts a connection; fail if `process` exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the HTTP server exited with {process.returncode}"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
-
-
 @contextmanager
-def serve_http(command: Sequence[str], timeout: float = 30.0) -> Iterator[str]:
+def serve_http(command: Sequence[str]) -> Iterator[str]:
     """Start the streamable-HTTP MCP server `command` on a free port; yield its URL; stop it.
 
     `{port}` in the command's words is replaced by a free loopback port; the server must answer
     at `http://127.0.0.1:{port}/mcp`.
     """
     port = free_port()
-    process = subprocess.Popen(
-        [word.replace("{port}", str(port)) for word in command],
-        cwd=REPO,
-        env={**os.environ, **SERVER_ENV},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_listening(port, process, timeout)
+    args = [word.replace("{port}", str(port)) for word in command]
+    with running(args, port, SERVER_ENV, quiet=True):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
