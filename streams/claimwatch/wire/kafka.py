@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import os
 import ssl
 from typing import Any
