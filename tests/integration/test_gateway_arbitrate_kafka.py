@@ -6,7 +6,6 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from claimwatch.client.facts import FactPages
@@ -14,49 +13,16 @@ from claimwatch.gateway.arbitrate import Arbitrator
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from mcp.types import CallToolResult, TextContent
 
-from tests.support.kafka import WorkerProcess, Workers, wait_for_ticks
+from tests.support.gateway_policy import KEY_ENV, SECRET, arbitrating_worker, mapping, signed
+from tests.support.kafka import WorkerProcess, Workers
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = pytest.mark.kafka
 
-KEY_ENV = "GATEWAY_TEST_BILLING_KEY"
-#: Two regions of one billing system, equally strong and independent: they can conflict.
-#: payment_status is owned by billing-api (the MCP example's shape): the owner decides.
-#: The policy's `signing` entry covers billing-api's instances (`billing-api@...`) too.
-POLICY = f"""\
-policy_version: gateway-test-1
-defaults:
-  settle: 1s
-sources:
-  billing-api@us-east-1: {{authority: system_of_record, lineage: ledger-us}}
-  billing-api@eu-west-1: {{authority: system_of_record, lineage: ledger-eu}}
-  billing-api:           {{authority: system_of_record, lineage: ledger}}
-  reporting-replica:     {{authority: derived, lineage: reporting}}
-fields:
-  balance: {{type: enum, values: [paid, unpaid], freshness: 120s, consequential: true}}
-  payment_status: {{type: enum, values: [paid, unpaid, overdue, refunded], freshness: 120s,
-                   consequential: true, owner: billing-api}}
-signing:
-  billing-api: {{env: {KEY_ENV}}}
-"""
-
-
-def mapping(source: str, field: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "subject": "invoice:{invoice_id}",
-        "field": field,
-        "value": "status",
-        "source": source,
-        **extra,
-    }
-
-
 TOOLS = {
-    "us_balance": mapping("billing-api@us-east-1", "balance", signing={"env": KEY_ENV}),
-    "eu_balance": mapping(
-        "billing-api@eu-west-1", "balance", signing={"env": KEY_ENV}, on_escalate="error"
-    ),
-    "billing_status": mapping("billing-api", "payment_status", signing={"env": KEY_ENV}),
+    "us_balance": signed("billing-api@us-east-1", "balance"),
+    "eu_balance": signed("billing-api@eu-west-1", "balance", on_escalate="error"),
+    "billing_status": signed("billing-api", "payment_status"),
     "report_status": mapping("reporting-replica", "payment_status"),
 }
 
@@ -71,12 +37,8 @@ def result(status: str) -> CallToolResult:
 async def started(
     workers: Workers, tmp_path: Path, bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> WorkerProcess:
-    monkeypatch.setenv(KEY_ENV, "gateway-integration-secret-32-bytes")  # worker and gateway
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY, encoding="utf-8")
-    worker = await workers.launch(policy)
-    await wait_for_ticks(bootstrap, worker.prefix)
-    return worker
+    monkeypatch.setenv(KEY_ENV, SECRET)  # the arbitrator signs in this process
+    return await arbitrating_worker(workers, tmp_path)
 
 
 def arbitrator(worker: WorkerProcess, bootstrap: str, timeout: float) -> Arbitrator:

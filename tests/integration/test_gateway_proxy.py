@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from claimwatch.gateway.config import GatewaySettings
+from claimwatch.gateway.own_tools import own_tools
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Tool
 
@@ -61,14 +63,17 @@ async def _direct_tools(beta_url: str) -> dict[str, dict[str, Tool]]:
 async def test_lists_the_union_with_the_upstream_schemas(
     transport: str, config: Path, beta_url: str
 ) -> None:
-    """Shared names are prefixed by server; every tool keeps its own schemas and annotations."""
+    """Shared names are prefixed by server; every tool keeps its own schemas and annotations.
+
+    claimwatch's own tools are listed beside them.
+    """
     direct = await _direct_tools(beta_url)
     async with agent(transport, config) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
     shared = {"lookup", "slow", "cancelled_tags"}
     expected = {f"{server}__{name}" for server in ("alpha", "beta") for name in shared}
     expected |= {"alpha_rich", "alpha_fail", "alpha_crash", "beta_sum"}
-    own = {"claimwatch_decision", "claimwatch_explain", "claimwatch_conflicts"}
+    own = {tool.name for tool in own_tools(GatewaySettings())}
     assert expected | own == set(listed)
     for exposed, tool in listed.items():
         if exposed in own:

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 from mcp.types import CallToolResult
 
 from tests.support.cli import CLAIMWATCH
@@ -78,17 +79,38 @@ def upstream_command(name: str) -> list[str]:
     return [PYTHON, "-m", "tests.support.mcp_upstream", name]
 
 
+def ledger_command(status: str) -> list[str]:
+    """The command line of a test ledger saying `status` of every invoice (stdio)."""
+    return [*upstream_command("ledger"), "--status", status]
+
+
+def stdio_server(command: list[str], timeout: str = "20s") -> dict[str, Any]:
+    """A `servers:` entry of a stdio upstream run from the repository."""
+    return {"command": command, "cwd": str(REPO), "timeout": timeout}
+
+
+def write_gateway(
+    path: Path,
+    servers: Mapping[str, Any],
+    tools: Mapping[str, Any] | None = None,
+    **settings: Any,
+) -> Path:
+    """A gateway file of `servers`, `tools` mappings and top-level settings (`worker_url`...)."""
+    document = {**settings, "servers": dict(servers), **({"tools": dict(tools)} if tools else {})}
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def write_config(
     path: Path, beta_url: str, *, alpha_timeout: str = "20s", extra: dict[str, Any] | None = None
 ) -> Path:
     """A gateway file: `alpha` over stdio, `beta` at `beta_url`, plus `extra` servers."""
     servers: dict[str, Any] = {
-        "alpha": {"command": upstream_command("alpha"), "cwd": str(REPO), "timeout": alpha_timeout},
+        "alpha": stdio_server(upstream_command("alpha"), alpha_timeout),
         "beta": {"url": beta_url, "timeout": "20s"},
         **(extra or {}),
     }
-    path.write_text(yaml.safe_dump({"servers": servers}), encoding="utf-8")
-    return path
+    return write_gateway(path, servers)
 
 
 def gateway_command(config: Path, *extra: str) -> list[str]:
@@ -97,16 +119,27 @@ def gateway_command(config: Path, *extra: str) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def agent(transport: str, config: Path) -> AsyncIterator[Client]:
-    """The SDK's client, connected to a gateway of `config` over stdio or streamable HTTP."""
+async def agent(
+    transport: str, config: Path, env: Mapping[str, str] | None = None
+) -> AsyncIterator[Client]:
+    """The SDK's client, connected to a gateway of `config` over stdio or streamable HTTP.
+
+    Over stdio the gateway gets the SDK's safe environment, over HTTP the test's; `env`
+    is added to either (e.g. a signing key).
+    """
     if transport == "stdio":
         command = gateway_command(config)
-        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+        params = StdioServerParameters(
+            command=command[0],
+            args=command[1:],
+            cwd=str(REPO),
+            env={**get_default_environment(), **env} if env else None,
+        )
         async with Client(params, cache=None) as client:
             yield client
         return
     port = free_port()
-    with running(gateway_command(config, "--http", f"127.0.0.1:{port}"), port):
+    with running(gateway_command(config, "--http", f"127.0.0.1:{port}"), port, env):
         async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
             yield client
 
