@@ -36,9 +36,13 @@ class FakeClient:
         answer: Callable[[dict[str, Any]], Any] | None = None,
         *,
         broken_open: BaseException | None = None,
+        publishes: bool = True,
     ) -> None:
         self.answer = answer or (lambda claim: decision(claim, "resolved"))
         self.broken_open = broken_open
+        #: whether `decide` tells its caller the claims are out before it waits (as a
+        #: reachable broker does); False: the wait starts before the broker took them
+        self.publishes = publishes
         self.publisher = FakePublisher()
         self.decided: list[dict[str, Any]] = []
         self.opens = 0
@@ -58,8 +62,14 @@ class FakeClient:
         self.closed = True
 
     async def decide(
-        self, claims: Iterable[Mapping[str, Any]], timeout: float = 30.0
+        self,
+        claims: Iterable[Mapping[str, Any]],
+        timeout: float = 30.0,
+        on_sent: Callable[[], None] | None = None,
     ) -> dict[str, dict[str, Any]]:
+        claims = list(claims)
+        if self.publishes and on_sent is not None:
+            on_sent()
         decided = {}
         for claim in claims:
             self.decided.append(dict(claim))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -110,6 +110,7 @@ class Client:
         timeout: float = 30.0,
         *,
         early: bool = True,
+        on_sent: Callable[[], None] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Publish `claims`; the decision per fact (`subject|field`) that covers them.
 
@@ -123,7 +124,8 @@ class Client:
         fact is answered, `ClaimRefused` when the worker dead-lettered some claim (with each
         reason), `WorkerBusy` when it turned a request away (429), `DecisionTimeout` when
         some fact is not decided in `timeout` seconds (naming its claims found in the
-        dead-letter topic).
+        dead-letter topic). `on_sent` is called once the broker has taken every claim (a
+        caller with its own deadline then knows the claims are out, whatever the wait gives).
         """
         publisher = self.publisher
         mode: Decide | None = "on_arrival" if early else None
@@ -143,6 +145,8 @@ class Client:
         for record in records:  # validated (and signed) once, above
             await self.publisher.send(*record)
         await self.publisher.flush()
+        if on_sent is not None:
+            on_sent()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         answers = await asyncio.gather(

@@ -154,10 +154,13 @@ class Arbitrator:
         if len(self.outbox):  # the broker did not answer last time: keep the order, do not wait
             return unarbitrated("the broker did not answer at the last try", self._queue(pending))
         timeout = self.settings.decide_timeout
+        published: list[bool] = []
         try:
             async with asyncio.timeout(timeout):
                 client = await self._connected()
-                decided = await client.decide([sent], timeout=timeout)
+                decided = await client.decide(
+                    [sent], timeout=timeout, on_sent=lambda: published.append(True)
+                )
         except WorkerUnavailable as exc:  # told before publishing: nothing was sent
             return unarbitrated(str(exc), self._queue(pending))
         except DecisionTimeout as exc:
@@ -166,9 +169,11 @@ class Arbitrator:
             return unarbitrated(f"the worker refused the claim: {exc}", "refused")
         except WorkerBusy as exc:
             return unarbitrated(str(exc), "sent")
-        except TimeoutError:  # sent or not, unknown: the outbox sends it (again) at least once
+        except TimeoutError:
             why = f"no decision within the decide timeout ({timeout:g} s)"
-            return unarbitrated(why, self._queue(pending))
+            if published:  # the broker has it: the worker decides it when it answers again
+                return unarbitrated(f"{why}; the worker did not answer in time", "sent")
+            return unarbitrated(why, self._queue(pending))  # not sent: the outbox sends it
         except Exception as exc:  # the broker: unreachable, its topics missing, a send failed
             log.debug("claimwatch gateway: decide failed", exc_info=True)
             return unarbitrated(f"{type(exc).__name__}: {exc}", self._queue(pending))

@@ -177,21 +177,32 @@ async def test_worker_down_returns_a_note_and_the_outbox_sends_the_claim() -> No
     )
 
 
-async def test_no_decision_in_time_returns_within_the_timeout() -> None:
+@pytest.mark.parametrize(
+    ("published", "state", "reason", "resent"),
+    [
+        (True, "sent", "no decision within the decide timeout (0.2 s); "
+         "the worker did not answer in time", 0),
+        (False, "queued", "no decision within the decide timeout (0.2 s)", 1),
+    ],
+)  # fmt: skip
+async def test_no_decision_in_time_returns_within_the_timeout(
+    published: bool, state: str, reason: str, resent: int
+) -> None:
+    """A claim the broker took is not sent again; one it did not take goes to the outbox."""
+
     async def never(_claim: dict[str, Any]) -> None:
         await asyncio.sleep(3600)
 
-    client = FakeClient(never)
+    client = FakeClient(never, publishes=published)
     hook = arbitrator(client, timeout=0.2)
     started = time.monotonic()
     out = await hook("get_status", ARGS, ok())
     elapsed = time.monotonic() - started
     assert elapsed < 0.5, elapsed
     note = out.structured_content["claimwatch"]
-    assert (False, "queued") == (note["arbitrated"], note["claim"])
-    assert "no decision within the decide timeout (0.2 s)" == note["reason"]
+    assert (False, state, reason) == (note["arbitrated"], note["claim"], note["reason"])
     await _drained(hook)
-    assert 1 == len(client.publisher.sent)
+    assert resent == len(client.publisher.sent)
 
 
 async def test_refused_claim_is_reported_not_queued() -> None:
