@@ -14,12 +14,16 @@ TURN_S seconds, TURNS turns a side, the sides in rotation:
 - `direct`: `get_invoice_status` straight to the upstream;
 - `gateway`: `get_invoice_status` through the gateway (mapped: claim, decide, annotate);
 - `passthrough`: `get_report_status` through the gateway (unmapped: the proxy hop alone;
-  the two tools do the same work upstream).
+  the two tools do the same work upstream);
+- `in_agent`: `get_invoice_status` straight to the upstream, then mapped, signed and
+  decided in this process with `claimwatch.Client.decide`, as examples/mcp/client.py
+  does without a gateway (the decision's wait on its own).
 
-Every call asks about a new invoice, so each mapped call is a new fact whose owner's claim
-is decided on arrival. A call's latency runs from its scheduled start to its result. Per
+Every call asks about a new invoice: each claim (the owner's, signed) is a new fact,
+decided on arrival. A call's latency runs from its scheduled start to its result. Per
 side: p50/p90/p99/max; the differences to `direct`; whether issue 42's target holds
-(arbitration adds at most TARGET_P50_MS at p50 and TARGET_P99_MS at p99); what the
+(arbitration adds at most TARGET_P50_MS at p50 and TARGET_P99_MS at p99: `gateway`
+against `direct`); what the
 results carried (decision outcomes, unarbitrated notes); each turn's figures; and the CPU
 time each process (gateway, worker, upstream, this client) spent per call on each side.
 
@@ -40,10 +44,16 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+from claimwatch.client.client import Client as CwClient
+from claimwatch.client.client import DecisionTimeout
+from claimwatch.client.mcp_adapter import ToolMapping, claim_from_result, load_mappings
+from claimwatch.gateway.config import load_config
+from claimwatch.policy.signing_keys import client_key
 from claimwatch.wire.kafka import env_bootstrap
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -65,7 +75,9 @@ TARGET_P99_MS = 250.0
 POLICY = Path("examples/mcp/policy.yaml")
 GATEWAY_EXAMPLE = Path("examples/mcp/gateway.yaml")
 MAPPED, UNMAPPED = "get_invoice_status", "get_report_status"
-SIDES = ("direct", "gateway", "passthrough")
+SIDES = ("direct", "gateway", "passthrough", "in_agent")
+MAPPINGS = Path("examples/mcp/mappings.yaml")
+KEY_ENV = "MCP_DEMO_BILLING_KEY"
 WORK = Path(".cache/bench")
 
 
@@ -96,16 +108,17 @@ def carried(result: CallToolResult) -> str:
     return f"unarbitrated: claim {note_.get('claim')}"
 
 
-async def paced(
-    call: Callable[[int], Awaitable[CallToolResult]], seconds: float
-) -> list[tuple[float, str]]:
-    """RATE calls/s for `seconds`, open loop: each call's ms from its scheduled start."""
+async def paced(call: Callable[[int], Awaitable[str]], seconds: float) -> list[tuple[float, str]]:
+    """RATE calls/s for `seconds`, open loop: each call's ms from its scheduled start.
+
+    `call(index)` makes one call and says what it came back with.
+    """
     loop = asyncio.get_running_loop()
     start = loop.time()
 
     async def one(index: int, at: float) -> tuple[float, str]:
-        result = await call(index)
-        return 1000 * (loop.time() - at), carried(result)
+        what = await call(index)
+        return 1000 * (loop.time() - at), what
 
     tasks = []
     for index in range(int(RATE * seconds)):
@@ -161,12 +174,12 @@ def pid_of(child: Child) -> int:
 
 
 @contextlib.asynccontextmanager
-async def through_gateway(config: Path, key: str, log: Path) -> AsyncIterator[Client]:
+async def through_gateway(config: Path, log: Path) -> AsyncIterator[Client]:
     """The SDK's client on a gateway it starts over stdio (as an agent does), stderr to `log`."""
     params = StdioServerParameters(
         command=str(CLAIMWATCH),
         args=["gateway", "--config", str(config)],
-        env={"MCP_DEMO_BILLING_KEY": key},
+        env={KEY_ENV: os.environ[KEY_ENV]},  # a stdio server gets only what it is given
         cwd=str(Path.cwd()),
     )
     with log.open("w") as errlog:
@@ -174,63 +187,126 @@ async def through_gateway(config: Path, key: str, log: Path) -> AsyncIterator[Cl
             yield client
 
 
+@dataclass(slots=True)
+class Agent:
+    """The bench's sessions: to the upstream, to the gateway, and claimwatch's own client."""
+
+    direct: Client
+    gateway: Client
+    claimwatch: CwClient
+    mapping: ToolMapping
+    key: bytes | None
+    #: seconds: the gateway's decide timeout (its file's), for the decisions made in the agent
+    decide_timeout: float
+    run: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
+
+    def caller(self, side: str, turn: int) -> Callable[[int], Awaitable[str]]:
+        """One side's call of index `i` in `turn` (each about an invoice of its own)."""
+
+        async def call(i: int) -> str:
+            arguments = {"invoice_id": f"INV-{self.run}-{side}{turn}-{i}"}
+            if side == "in_agent":
+                return await self.in_agent(arguments)
+            client = self.direct if side == "direct" else self.gateway
+            tool = UNMAPPED if side == "passthrough" else MAPPED
+            return carried(await client.call_tool(tool, arguments))
+
+        return call
+
+    async def in_agent(self, arguments: dict[str, Any]) -> str:
+        """The call made directly, then mapped, signed and decided in the agent (no gateway).
+
+        As examples/mcp/client.py does it, but asking for the decision on arrival as the
+        gateway does, with the gateway's decide timeout.
+        """
+        result = await self.direct.call_tool(MAPPED, arguments)
+        now = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        claim = claim_from_result(
+            result,
+            MAPPED,
+            self.mapping,
+            arguments=arguments,
+            now=now,
+            signing_key=self.key,
+            decide="on_arrival",  # signed over: `decide()` cannot add it to a signed claim
+        )
+        try:
+            decided = await self.claimwatch.decide([claim], timeout=self.decide_timeout)
+        except DecisionTimeout:
+            return "unarbitrated: DecisionTimeout"
+        (decision,) = decided.values()
+        return f"decided: {decision['outcome']}"
+
+
 async def measure(work: Path) -> dict[str, Any]:
     prefix = f"cwbench-gw-{uuid.uuid4().hex[:8]}."
     app_id = prefix.rstrip(".")
-    key = secrets.token_hex(32)
+    os.environ[KEY_ENV] = secrets.token_hex(32)  # the walkthrough's `export`
     port, upstream_port = free_port(), free_port()
     child = worker(POLICY, prefix, app_id, port, work)
-    child.env["MCP_DEMO_BILLING_KEY"] = key
     upstream = Child(
         "upstream",
         [sys.executable, "-m", "bench.gateway_upstream", str(upstream_port)],
         work / "upstream.log",
     )
+    mapping = load_mappings(MAPPINGS).tools[MAPPED]
+    signing = mapping.signing
+    key = client_key(signing.env, signing.file) if signing is not None else None
     try:
         child.start()
         upstream.start()
         await wait_healthy(child, port)
         await asyncio.sleep(WORKER_WARM_S)
         url = f"http://127.0.0.1:{upstream_port}/mcp"
-        config = gateway_config(work / "gateway.yaml", url, f"http://127.0.0.1:{port}", prefix)
+        worker_url = f"http://127.0.0.1:{port}"
+        config = gateway_config(work / "gateway.yaml", url, worker_url, prefix)
         async with (
             Client(url, cache=None) as direct,
-            through_gateway(config, key, work / "gateway.log") as gateway,
+            through_gateway(config, work / "gateway.log") as gateway,
+            CwClient(worker_url, env_bootstrap(), prefix) as claimwatch,
         ):
-            (gateway_pid,) = children_of(" gateway --config ")
-            run = uuid.uuid4().hex[:6]
-
-            def caller(side: str, turn: int) -> Callable[[int], Awaitable[CallToolResult]]:
-                client = direct if side == "direct" else gateway
-                tool = UNMAPPED if side == "passthrough" else MAPPED
-                return lambda i: client.call_tool(
-                    tool, {"invoice_id": f"INV-{run}-{side}{turn}-{i}"}
-                )
-
+            timeout = load_config(config).settings.decide_timeout
+            agent = Agent(direct, gateway, claimwatch, mapping, key, timeout)
+            pids = {
+                "gateway": only(children_of(" gateway --config ")),
+                "worker": pid_of(child),
+                "upstream": pid_of(upstream),
+            }
             note(f"warming up: {WARM_S:g} s of calls a side")
             for side in SIDES:
-                await paced(caller(side, -1), WARM_S)
-            pids = {"gateway": gateway_pid, "worker": pid_of(child), "upstream": pid_of(upstream)}
+                await paced(agent.caller(side, -1), WARM_S)
             sides = {side: Side() for side in SIDES}
             for turn in range(TURNS):
                 for side in SIDES:
                     note(f"turn {turn + 1}/{TURNS}: {side}, {RATE} calls/s for {TURN_S:g} s")
-                    before = {name: cpu_s(number) or 0.0 for name, number in pids.items()}
-                    own = time.process_time()
-                    calls = await paced(caller(side, turn), TURN_S)
-                    figures = sides[side]
-                    figures.cpu_s["client"] += time.process_time() - own
-                    for name, number in pids.items():
-                        figures.cpu_s[name] += (cpu_s(number) or 0.0) - before[name]
-                    figures.ms.extend(ms for ms, _ in calls)
-                    figures.carried.update(what for _, what in calls)
-                    figures.turns.append(spread([ms for ms, _ in calls]))
+                    await timed_turn(sides[side], pids, agent.caller(side, turn))
             child.check()
     finally:
         child.stop()
         upstream.stop()
         await delete_topics(prefix, [app_id])
     return report(sides)
+
+
+async def timed_turn(
+    side: Side, pids: dict[str, int], call: Callable[[int], Awaitable[str]]
+) -> None:
+    """One turn of a side: its calls' latencies and results, and each process's CPU time."""
+    before = {name: cpu_s(number) or 0.0 for name, number in pids.items()}
+    own = time.process_time()
+    calls = await paced(call, TURN_S)
+    side.cpu_s["client"] += time.process_time() - own
+    for name, number in pids.items():
+        side.cpu_s[name] += (cpu_s(number) or 0.0) - before[name]
+    side.ms.extend(ms for ms, _ in calls)
+    side.carried.update(what for _, what in calls)
+    side.turns.append(spread([ms for ms, _ in calls]))
+
+
+def only(pids: list[int]) -> int:
+    if len(pids) != 1:
+        raise RuntimeError(f"expected one gateway process, found {pids}")
+    return pids[0]
 
 
 def report(sides: dict[str, Side]) -> dict[str, Any]:
@@ -246,8 +322,11 @@ def report(sides: dict[str, Side]) -> dict[str, Any]:
     added = minus("gateway", "direct")
     added_p50, added_p99 = added["p50_ms"], added["p99_ms"]
     met = added_p50 <= TARGET_P50_MS and added_p99 <= TARGET_P99_MS
-    mapped = sides["gateway"].carried
-    decided = sum(n for what, n in mapped.items() if what.startswith("decided"))
+
+    def decided_share(side: str) -> float:
+        decided = sum(n for what, n in sides[side].carried.items() if what.startswith("decided"))
+        return round(decided / len(sides[side].ms), 3)
+
     return {
         "rate_per_s": RATE,
         "turn_s": TURN_S,
@@ -270,7 +349,10 @@ def report(sides: dict[str, Side]) -> dict[str, Any]:
         "passthrough_minus_direct": minus("passthrough", "direct"),
         # the arbitration alone: the mapped tool through the gateway vs the proxy hop alone
         "gateway_minus_passthrough": minus("gateway", "passthrough"),
-        "decided_share": round(decided / len(sides["gateway"].ms), 3),
+        # the decision asked for in the agent's own process, as before the gateway
+        "in_agent_minus_direct": minus("in_agent", "direct"),
+        "gateway_minus_in_agent": minus("gateway", "in_agent"),
+        "decided_share": {side: decided_share(side) for side in ("gateway", "in_agent")},
         "target": {
             "added_p50_ms_at_most": TARGET_P50_MS,
             "added_p99_ms_at_most": TARGET_P99_MS,
