@@ -75,11 +75,18 @@ def restart() -> dict[str, object]:
     return _side("bench.restart_bench")
 
 
+def gateway() -> dict[str, object]:
+    """Issue 42: tool calls through the MCP gateway vs the same calls made directly."""
+    return _side("bench.gateway_bench")
+
+
 def main() -> int:
     """Run the benchmarks named in CLAIMWATCH_BENCH (default: all) and write bench/out/."""
     facts = int(os.environ.get("CLAIMWATCH_BENCH_FACTS", "100000"))
     per_fact = int(os.environ.get("CLAIMWATCH_BENCH_PER_FACT", "10"))
-    wanted = os.environ.get("CLAIMWATCH_BENCH", "core,compiled,pipeline,replay,text,argue,restart")
+    wanted = os.environ.get(
+        "CLAIMWATCH_BENCH", "core,compiled,pipeline,replay,text,argue,restart,gateway"
+    )
     chosen = {name.strip() for name in wanted.split(",") if name.strip()}
     known = {
         "core",
@@ -92,6 +99,7 @@ def main() -> int:
         "loop",
         "instructions",
         "ablate",
+        "gateway",
     }
     unknown = chosen - known
     if unknown:
@@ -142,6 +150,10 @@ def main() -> int:
     if "restart" in chosen:
         print("restart: SIGKILL and restart with 100,000 live facts, both stores ...", flush=True)
         results["restart"] = figures = restart()
+        print(json.dumps(figures, indent=2), flush=True)
+    if "gateway" in chosen:
+        print("gateway: MCP tool calls through the gateway vs made directly ...", flush=True)
+        results["gateway"] = figures = gateway()
         print(json.dumps(figures, indent=2), flush=True)
     (OUT / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
