@@ -23,10 +23,8 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from claimwatch.audit.explain import explain
-from claimwatch.client.client import Client, DecisionTimeout
+from claimwatch import Client, DecisionTimeout, Publisher, explain
 from claimwatch.client.mcp_adapter import ToolMappings, call_tool_claim, load_mappings
-from claimwatch.client.publisher import Publisher
 from claimwatch.policy.signing_keys import client_key
 from claimwatch.wire.kafka import env_bootstrap, env_prefix
 
@@ -66,6 +64,7 @@ async def call_tools(invoices: list[str], mappings: ToolMappings) -> list[dict[s
                         now=_now(),
                         signing_key=keys[tool],
                         agent_id="mcp-demo-client",
+                        decide="on_arrival",  # signed over: Client.decide cannot add it
                     )
                 )
     return claims
