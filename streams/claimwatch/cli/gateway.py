@@ -6,11 +6,7 @@ The agent lists this command as its one MCP server (stdio by default, streamable
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import sys
-from collections.abc import Sequence
+import importlib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated
@@ -19,23 +15,8 @@ import typer
 
 from claimwatch.cli.common import BootstrapOption, PrefixOption, fail
 from claimwatch.client.mcp_adapter import MappingError
-from claimwatch.gateway.arbitrate import Arbitrator
-from claimwatch.gateway.config import GatewayConfig, GatewaySettings, load_config
-from claimwatch.gateway.own_tools import own_tools
-from claimwatch.gateway.routing import OwnTool
-from claimwatch.gateway.server import HTTP_PATH, Gateway
+from claimwatch.gateway.config import HTTP_PATH, load_config
 from claimwatch.policy.source import PolicyError
-
-
-def plug_in(
-    config: GatewayConfig, settings: GatewaySettings
-) -> tuple[Arbitrator, Sequence[OwnTool]]:
-    """The result hook every upstream result passes through, and claimwatch's own tools.
-
-    The hook is the arbitrator of the `tools:` section (a tool it does not map passes
-    through untouched); the own tools answer from the worker `settings` names.
-    """
-    return Arbitrator.from_config(config.tools_raw, config.source, settings), own_tools(settings)
 
 
 def host_port(raw: str) -> tuple[str, int]:
@@ -93,17 +74,12 @@ def gateway(
         worker_url=worker_url, bootstrap=bootstrap, topic_prefix=topic_prefix
     )
     try:
-        hook, tools = plug_in(loaded, settings)
+        run = importlib.import_module("claimwatch.gateway.run")
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "mcp":
+            raise
+        fail("the gateway needs the MCP SDK: pip install 'claimwatch[mcp]'", 2)
+    try:
+        run.serve(loaded, settings, address, _version())
     except (PolicyError, MappingError) as exc:
         fail(str(exc), 2)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING, format="claimwatch gateway: %(message)s"
-    )
-    server = Gateway(loaded.servers, hook=hook, own_tools=tools, version=_version())
-
-    async def serve() -> None:
-        async with hook:  # its client and outbox are closed when the gateway stops
-            await (server.run_stdio() if address is None else server.run_http(*address))
-
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the gateway, not with a trace
-        asyncio.run(serve())

@@ -27,6 +27,8 @@ from claimwatch.policy.source import (
     read_yaml,
 )
 
+#: The path the gateway serves streamable HTTP at (`--http HOST:PORT`).
+HTTP_PATH: Final = "/mcp"
 #: How long an upstream may take to connect or to answer one call before the agent gets an
 #: error result naming it.
 DEFAULT_UPSTREAM_TIMEOUT_US: Final = 60 * US_PER_S

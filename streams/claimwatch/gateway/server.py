@@ -29,7 +29,7 @@ from mcp.types import (
     TextContent,
 )
 
-from claimwatch.gateway.config import Upstream
+from claimwatch.gateway.config import HTTP_PATH, Upstream
 from claimwatch.gateway.hook import ResultHook, passthrough
 from claimwatch.gateway.routing import OwnTool, Routes, build_routes
 from claimwatch.gateway.upstream import UpstreamFailure, UpstreamServer, describe
@@ -37,7 +37,6 @@ from claimwatch.gateway.upstream import UpstreamFailure, UpstreamServer, describ
 log = logging.getLogger(__name__)
 NAME: Final = "claimwatch-gateway"
 #: The streamable-HTTP endpoint's path (as MCP servers conventionally serve it).
-HTTP_PATH: Final = "/mcp"
 INSTRUCTIONS: Final = (
     "The tools of the configured MCP servers, their results checked by claimwatch."
 )
