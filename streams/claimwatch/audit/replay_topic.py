@@ -54,19 +54,19 @@ async def fixed_range(
 
 async def _range_of(req: ReplayRequest) -> TopicRange:
     assert req.topic is not None
-    await partitions_of(req.bootstrap, req.topic)
+    partitions = await partitions_of(req.bootstrap, req.topic)
     consumer = kafka.consumer(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
-        return await _range(consumer, req)
+        return await _range(consumer, req, partitions)
     finally:
         await consumer.stop()
 
 
-async def _range(consumer: Any, req: ReplayRequest) -> TopicRange:
+async def _range(consumer: Any, req: ReplayRequest, partitions: list[int]) -> TopicRange:
     """The offsets the replay covers, fixed now (`--from`/`--to`, else the whole topic)."""
     assert req.topic is not None
-    return await fixed_range(consumer, req.bootstrap, req.topic, req.since_ms, req.until_ms)
+    return await topic_range(consumer, req.topic, partitions, req.since_ms, req.until_ms)
 
 
 async def replay_topic(
@@ -78,13 +78,12 @@ async def replay_topic(
     (it assigns and seeks, and never commits) and reads committed records only.
     """
     assert req.topic is not None
-    if span is None:
-        await partitions_of(req.bootstrap, req.topic)
+    found = await partitions_of(req.bootstrap, req.topic) if span is None else []
     consumer = kafka.consumer(req.bootstrap)
     try:  # stopped even when start fails (no "Unclosed AIOKafkaConsumer" on a dead broker)
         await consumer.start()
         if span is None:
-            span = await _range(consumer, req)
+            span = await _range(consumer, req, found)
         partitions = len(span.end)
         replayer = Replayer(req.policy, partitions, topic=req.topic, keep=False)
         done = load_checkpoint(req, outputs)

@@ -8,7 +8,7 @@ appended as one text block. With `on_escalate: error`, a decision whose action i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
@@ -31,32 +31,3 @@ def annotated(
     return result.model_copy(
         update={"content": content, "structured_content": structured, "is_error": is_error}
     )
-
-
-class ResultView:
-    """An MCP result as the adapter reads it (`isError`, `structuredContent`, `content`)."""
-
-    def __init__(self, result: CallToolResult) -> None:
-        self._result = result
-
-    @property
-    def isError(self) -> bool:  # the MCP wire names, as the adapter reads them
-        return bool(self._result.is_error)
-
-    @property
-    def structuredContent(self) -> dict[str, Any] | None:
-        return self.structured_content
-
-    @property
-    def content(self) -> Sequence[Any]:
-        return self._result.content
-
-    # the same under mcp 2's attribute names, whichever the adapter reads
-    @property
-    def is_error(self) -> bool:
-        return bool(self._result.is_error)
-
-    @property
-    def structured_content(self) -> dict[str, Any] | None:
-        structured = self._result.structured_content
-        return dict(structured) if structured is not None else None

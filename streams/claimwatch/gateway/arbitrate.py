@@ -31,7 +31,7 @@ from claimwatch.client.facts import ClaimRefused, WorkerBusy, WorkerUnavailable,
 from claimwatch.client.mcp_adapter import MappingError, claim_from_result
 from claimwatch.client.publisher import InvalidClaim, validate
 from claimwatch.core.claim import fact_key
-from claimwatch.gateway.annotate import ResultView, annotated
+from claimwatch.gateway.annotate import annotated
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.notes import ClaimState, decided_note, unarbitrated_note
 from claimwatch.gateway.outbox import Outbox, Pending
@@ -130,7 +130,7 @@ class Arbitrator:
         """The `claimwatch` note of one result: its decision, or why it has none."""
         try:
             claim = claim_from_result(
-                ResultView(result),
+                result,
                 tool,
                 mapping,
                 arguments=arguments,
