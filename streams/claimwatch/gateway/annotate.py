@@ -1,7 +1,8 @@
 """The upstream result with its `claimwatch` note attached: structured, and as one text block.
 
 The upstream content and structured content are kept as they came; the note goes under
-the `claimwatch` key of `structuredContent` and its sentence (`wording.text_block`) is
+the `claimwatch` key of `structuredContent` (merged into a note already there, such as
+governance's) and its sentence (`wording.text_block`) is
 appended as one text block. With `on_escalate: error`, a decision whose action is
 `escalate` turns the result into an error result (`isError`), the sentence saying why.
 """
@@ -24,7 +25,9 @@ def annotated(
     result: CallToolResult, note: Mapping[str, Any], on_escalate: OnEscalate = "annotate"
 ) -> CallToolResult:
     """A copy of `result` carrying `note`; an error result when it escalates and says so."""
-    structured = {**(result.structured_content or {}), NOTE_KEY: dict(note)}
+    prior = (result.structured_content or {}).get(NOTE_KEY)
+    merged = {**prior, **note} if isinstance(prior, Mapping) else dict(note)
+    structured = {**(result.structured_content or {}), NOTE_KEY: merged}
     content = [*result.content, TextContent(type="text", text=text_block(note))]
     escalates = note.get("arbitrated") is True and note.get("action") == "escalate"
     is_error = result.is_error or (on_escalate == "error" and escalates)

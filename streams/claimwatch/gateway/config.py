@@ -86,7 +86,7 @@ class Upstream(BaseModel):
 
 
 class GatewayFile(BaseModel):
-    """The file's top-level keys; `tools` is validated by the result hook, not here."""
+    """The file's top-level keys; `tools`, `governance` and `documents` are checked where used."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -96,6 +96,8 @@ class GatewayFile(BaseModel):
     decide_timeout: Duration = 2 * US_PER_S
     servers: dict[str, Upstream] = Field(min_length=1)
     tools: dict[str, Any] = Field(default_factory=dict)
+    governance: dict[str, Any] | None = None
+    documents: dict[str, Any] | None = None
 
     @field_validator("servers")
     @classmethod
@@ -156,12 +158,18 @@ class ConfigSource:
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """A loaded configuration: the settings, the upstreams and the raw `tools:` mappings."""
+    """A loaded configuration: the settings, the upstreams and the raw sections.
+
+    `tools:`, `governance:` and `documents:` are validated by the parts they configure
+    (the result hook, the governance stage, the document tools), with `source` for lines.
+    """
 
     settings: GatewaySettings
     servers: dict[str, Upstream]
     tools_raw: dict[str, Any]
     source: ConfigSource
+    governance_raw: dict[str, Any] | None = None
+    documents_raw: dict[str, Any] | None = None
 
 
 def parse_config(text: str, path: str = "<gateway>") -> GatewayConfig:
@@ -190,7 +198,14 @@ def parse_config(text: str, path: str = "<gateway>") -> GatewayConfig:
         topic_prefix=parsed.topic_prefix,
         decide_timeout=parsed.decide_timeout / US_PER_S,
     )
-    return GatewayConfig(settings, parsed.servers, parsed.tools, ConfigSource(path, text, root))
+    return GatewayConfig(
+        settings,
+        parsed.servers,
+        parsed.tools,
+        ConfigSource(path, text, root),
+        governance_raw=parsed.governance,
+        documents_raw=parsed.documents,
+    )
 
 
 def load_config(path: str | Path, *, max_bytes: int = MAX_POLICY_BYTES) -> GatewayConfig:

@@ -1,7 +1,9 @@
 """The gateway: an MCP server to the agent, an MCP client to each upstream server.
 
 It lists the union of the upstreams' tools (`routing`) and claimwatch's own, forwards each
-call to the server that owns the tool, and returns its result through the result hook. The
+call to the server that owns the tool, and returns its result through the result hook. A
+governed tool's call passes the gate (`gate`) on its arguments before it is forwarded and
+on its result before the hook; a gate that fails denies, never allows. The
 upstream's protocol errors are forwarded as they came; an upstream that is down, crashes
 or does not answer becomes an error result naming it, so the agent always gets an answer
 and the gateway stays up. A call the agent cancels is cancelled upstream (the SDK sends
@@ -30,8 +32,9 @@ from mcp.types import (
 )
 
 from claimwatch.gateway.config import HTTP_PATH, Upstream
+from claimwatch.gateway.gate import OPEN, Checked, Gate, Gated
 from claimwatch.gateway.hook import ResultHook, passthrough
-from claimwatch.gateway.routing import OwnTool, Routes, build_routes
+from claimwatch.gateway.routing import OwnTool, Route, Routes, build_routes
 from claimwatch.gateway.upstream import UpstreamFailure, UpstreamServer, describe
 
 log = logging.getLogger(__name__)
@@ -56,9 +59,11 @@ class Gateway:
         *,
         hook: ResultHook = passthrough,
         own_tools: Sequence[OwnTool] = (),
+        gate: Gate = OPEN,
         version: str = "",
     ) -> None:
         self.specs, self.hook, self.own = dict(servers), hook, {t.name: t for t in own_tools}
+        self.gate = gate
         self.upstreams: dict[str, UpstreamServer] = {}
         self.routes = build_routes({}, own_tools)
         self.server: Server[Any] = Server(
@@ -114,15 +119,64 @@ class Gateway:
         route = self.routes.by_name.get(name) or (await self.refresh()).by_name.get(name)
         if route is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}")
+        if not self.gate.governs(name):
+            result = await self._forward(route, arguments, params)
+            return (
+                result
+                if route.server is None
+                else await self._through_hook(name, arguments or {}, result)
+            )
+        gated = await self._gate_arguments(name, route.server, dict(arguments or {}))
+        if gated.refused is not None:  # denied or escalated: nothing is forwarded
+            return gated.refused
+        result = await self._forward(route, gated.arguments, params)
+        checked = await self._gate_result(name, route.server, gated, result)
+        if not checked.passed or route.server is None:  # withheld results make no claim
+            return checked.result
+        return await self._through_hook(name, gated.arguments, checked.result)
+
+    async def _forward(
+        self, route: Route, arguments: dict[str, Any] | None, params: CallToolRequestParams
+    ) -> CallToolResult:
+        """The owning server's result, an own tool's, or an error result naming the failure."""
         if route.server is None:
             return await self._call_own(self.own[route.tool], arguments or {})
         try:
-            result = await self.upstreams[route.server].call_tool(
-                route.tool, arguments, params.meta
-            )
+            return await self.upstreams[route.server].call_tool(route.tool, arguments, params.meta)
         except UpstreamFailure as exc:
-            result = error_result(str(exc))
-        return await self._through_hook(name, arguments or {}, result)
+            return error_result(str(exc))
+
+    async def _gate_arguments(
+        self, name: str, server: str | None, arguments: dict[str, Any]
+    ) -> Gated:
+        """The gate's answer on the arguments; a failing gate denies (nothing is forwarded)."""
+        try:
+            return await self.gate.on_arguments(name, server, arguments)
+        except Exception as exc:
+            log.exception("governance failed on the arguments of %s: the call is denied", name)
+            return Gated(
+                arguments,
+                refused=error_result(
+                    f"claimwatch governance failed on {name}: {describe(exc)}; "
+                    "the call is denied (nothing was forwarded)"
+                ),
+            )
+
+    async def _gate_result(
+        self, name: str, server: str | None, gated: Gated, result: CallToolResult
+    ) -> Checked:
+        """The gate's answer on the result; a failing gate withholds it (never a silent allow)."""
+        try:
+            return await self.gate.on_result(name, server, gated, result)
+        except Exception as exc:
+            log.exception("governance failed on the result of %s: the result is withheld", name)
+            return Checked(
+                error_result(
+                    f"claimwatch governance failed on {name}: {describe(exc)}; "
+                    "the result is withheld"
+                ),
+                passed=False,
+            )
 
     async def _call_own(self, tool: OwnTool, arguments: dict[str, Any]) -> CallToolResult:
         try:

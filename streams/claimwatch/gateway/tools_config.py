@@ -2,14 +2,16 @@
 
 A tool's entry is the MCP adapter's per-tool mapping (`claimwatch.client.mcp_adapter`) plus
 `on_escalate`: `annotate` (the default) returns the result with the decision attached,
-`error` returns it as an error result with the explanation. Errors name the config file,
+`error` returns it as an error result with the explanation. An entry's `checks` key is
+governance's (`claimwatch.gateway.governance`); an entry with only `checks` makes no
+claims. Errors name the config file,
 the line and the key, like the policy loader's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
@@ -19,6 +21,8 @@ from claimwatch.policy.signing_keys import client_key
 from claimwatch.policy.source import dotted
 
 OnEscalate = Literal["annotate", "error"]
+#: A tool entry's key naming its governance checks (read by `governance.config`, not here).
+GOVERNANCE_KEY: Final = "checks"
 
 
 class GatewayToolMapping(ToolMapping):
@@ -40,8 +44,15 @@ def parse_tools(tools_raw: object, source: ConfigSource) -> dict[str, GatewayToo
     for name, raw in tools_raw.items():
         if not isinstance(name, str) or not name:
             raise _error(source, (str(name),), "a tool name must be a non-empty string")
+        mapping = (
+            {k: v for k, v in raw.items() if k != GOVERNANCE_KEY}
+            if isinstance(raw, Mapping)
+            else raw
+        )
+        if isinstance(raw, Mapping) and GOVERNANCE_KEY in raw and not mapping:
+            continue  # governed only: no claim is made of its results
         try:
-            tools[name] = GatewayToolMapping.model_validate(raw)
+            tools[name] = GatewayToolMapping.model_validate(mapping)
         except ValidationError as exc:
             error = exc.errors()[0]
             reason = error["msg"].removeprefix("Value error, ")

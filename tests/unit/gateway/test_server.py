@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from claimwatch.gateway.config import Upstream
+from claimwatch.gateway.gate import Checked, Gated
 from claimwatch.gateway.routing import OwnTool
 from claimwatch.gateway.server import Gateway
 from mcp import Client
@@ -102,3 +103,44 @@ def test_the_command_refuses_a_bad_file_or_flag(
     assert 2 == done.returncode
     assert expected in done.stderr.decode()
     assert b"Traceback" not in done.stderr
+
+
+class RaisingGate:
+    """A gate that governs every tool and fails in the phase it is told to."""
+
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+
+    def governs(self, tool: str) -> bool:
+        return True
+
+    async def on_arguments(self, tool: str, server: str | None, arguments: dict[str, Any]) -> Gated:
+        if self.phase == "arguments":
+            raise RuntimeError("gate broke")
+        return Gated(arguments)
+
+    async def on_result(
+        self, tool: str, server: str | None, gated: Gated, result: CallToolResult
+    ) -> Checked:
+        raise RuntimeError("gate broke")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("phase", "expected_text"),
+    [
+        ("arguments", "the call is denied (nothing was forwarded)"),
+        ("result", "the result is withheld"),
+    ],
+)
+async def test_a_raising_gate_denies_and_makes_no_claim(phase: str, expected_text: str) -> None:
+    """A gate that fails is a deny, never a silent allow; the hook never sees the result."""
+    hook = Recorder()
+    gateway = Gateway({"alpha": ALPHA}, hook=hook, gate=RaisingGate(phase))
+    async with gateway.serving(), Client(gateway.server) as client:
+        result = await client.call_tool("lookup", {"key": "k"})
+    assert (True, []) == (result.is_error, hook.calls)
+    assert text_of(result).startswith("claimwatch governance failed on lookup: RuntimeError")
+    assert text_of(result).endswith(expected_text)

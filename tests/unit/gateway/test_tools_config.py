@@ -65,6 +65,14 @@ def test_errors_name_file_line_and_key(extra: str, expected: str) -> None:
     assert expected == str(caught.value)
 
 
+def test_governance_checks_are_not_part_of_the_claim_mapping() -> None:
+    """`checks` belongs to governance: a checks-only entry makes no claims, others keep theirs."""
+    tools = parsed(
+        "    checks: {result: invoice_read}\n  send_email:\n    checks: {arguments: outbound}"
+    )
+    assert ["get_status"] == sorted(tools)
+
+
 def test_a_section_that_is_no_mapping() -> None:
     with pytest.raises(MappingError) as caught:
         parse_tools(["get_status"], ConfigSource("gateway.yaml"))
