@@ -205,9 +205,8 @@ class OpaCheck:
                     f"missing: name the pack's Rego package, e.g. claimwatch.packs.pii ({_DOCS})"
                 )
             elif error["type"] == "string_pattern_mismatch":
-                reason = (
-                    f"{error['input']!r} is not a Rego {loc[-1]} name, e.g. claimwatch.packs.pii"
-                )
+                example = "claimwatch.packs.pii" if loc[-1] == "package" else "decision"
+                reason = f"{error['input']!r} is not a Rego {loc[-1]} name, e.g. {example}"
             raise source.error((*at, *loc), reason) from None
         timeout_s = config.timeout / US_PER_S if config.timeout is not None else env.opa_timeout_s
         client = OpaClient(config.url or env.opa_url, timeout_s)
