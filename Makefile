@@ -16,7 +16,7 @@ SMOKE_39_TESTS ?= tests/integration/test_broker_smoke.py \
   tests/integration/test_topics_kafka.py
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock audit tools run demo-offline test test-unit test-smoke-39 fuzz lint typecheck docs check bench schemas kafka-up kafka-down kafka-status kafka-down-39 clean
+.PHONY: help install lock audit tools test-opa run demo-offline test test-unit test-smoke-39 fuzz lint typecheck docs check bench schemas kafka-up kafka-down kafka-status kafka-down-39 clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -63,17 +63,39 @@ $(NPM_STAMP): tools/npm/package.json tools/npm/package-lock.json
 	cd $(NPM_PREFIX) && npm ci --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error
 	touch $@
 
-tools: $(NPM_STAMP) ## Prometheus, Alertmanager, docker-compose (Debian) and the MCP Inspector and conformance suite (npm)
+# OPA, the policy engine of the gateway's governance checks (docs/policy-packs.md): built from
+# its Go module into .cache/go/bin (no download of a prebuilt binary). `go install pkg@version`
+# builds outside any module (the repository has no go.mod) and keeps its module and build caches
+# in $(go env GOMODCACHE) and GOCACHE, so a second build is fast. CGO_ENABLED=0: OPA's Wasm
+# runtime is opt-in behind the opa_wasm build tag, and the packs do not need it. The stamp names
+# the version, so changing OPA_VERSION builds again.
+OPA_VERSION := v1.22.4
+GO_BIN := .cache/go/bin
+OPA := $(GO_BIN)/opa
+OPA_STAMP := $(GO_BIN)/.opa-$(OPA_VERSION)
+PACKS := examples/governance/packs
+
+$(OPA_STAMP):
+	mkdir -p $(GO_BIN)
+	GOBIN=$(CURDIR)/$(GO_BIN) CGO_ENABLED=0 go install github.com/open-policy-agent/opa@$(OPA_VERSION)
+	$(OPA) version | grep -qx 'Version: $(OPA_VERSION:v%=%)'
+	touch $@
+
+tools: $(NPM_STAMP) $(OPA_STAMP) ## Prometheus, Alertmanager, docker-compose (Debian), the MCP Inspector and conformance suite (npm), and OPA (Go module, into .cache/go/bin)
 	@command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null \
 	  && command -v promtool >/dev/null && command -v amtool >/dev/null \
 	  && command -v docker-compose >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends prometheus prometheus-alertmanager docker-compose >/dev/null; }
 
-test: $(STAMP) tools kafka-up ## run the whole test suite (unit + real-broker integration)
+test-opa: $(OPA_STAMP) ## OPA's own tests of the policy packs (opa check --strict, opa test)
+	$(OPA) check --strict $(PACKS)
+	$(OPA) test --verbose $(PACKS)
+
+test: $(STAMP) tools kafka-up test-opa ## run the whole test suite (the packs' opa test, unit + real-broker integration)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-unit: $(STAMP) tools ## run only the tests that need no broker
+test-unit: $(STAMP) tools test-opa ## run the packs' opa test and the tests that need no broker
 	$(BIN)/pytest -m "not kafka" $(PYTEST_ARGS)
 
 test-smoke-39: $(STAMP) ## start a Kafka 3.9 broker (port SMOKE_39_PORT, 29092) and run the smoke set on it

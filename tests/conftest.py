@@ -14,6 +14,9 @@ from tests.support.paths import EXAMPLE_POLICY
 
 NOW = "2026-09-14T09:12:30Z"
 
+#: fixtures of real services every test may ask for: `opa_url` (a real OPA with the packs)
+pytest_plugins = ["tests.support.opa"]
+
 
 @pytest.fixture(scope="session")
 def policy() -> CompiledPolicy:
