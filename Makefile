@@ -76,6 +76,7 @@ OPA_STAMP := $(GO_BIN)/.opa-$(OPA_VERSION)
 PACKS := examples/governance/packs
 
 $(OPA_STAMP):
+	@command -v go >/dev/null || { echo "make tools: OPA is built from its Go module and needs Go >= 1.26 on PATH (https://go.dev/dl/)" >&2; exit 2; }
 	mkdir -p $(GO_BIN)
 	GOBIN=$(CURDIR)/$(GO_BIN) CGO_ENABLED=0 go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 	$(OPA) version | grep -qx 'Version: $(OPA_VERSION:v%=%)'
