@@ -31,7 +31,8 @@ from claimwatch.wire.kafka import env_prefix
 from claimwatch.wire.topics import TopicNames, require_topics
 
 #: Merged publishes tried, each after a fresh fetch of the latest version, before
-#: `contention`: another writer slipping in before each of them gives up (SPEC §9).
+#: `contention`: another writer slipping in before each of them gives up
+#: (docs/conflict-kinds.md#versioned-documents).
 MAX_RETRIES: Final = 3
 OnConflict = Literal["fail", "merge"]
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
