@@ -71,3 +71,134 @@ def signal_record(argument: VerdictArgument, at: datetime, request: str) -> tupl
     """One check's signal for an upload request, observed at `at`, as a (key, value) record."""
     at_us = (at - _EPOCH) // timedelta(microseconds=1)
     return request.encode(), orjson.dumps(signal_obj(argument, at_us, request))
+
+
+#: The governance example's policy (design section 1.2; examples/governance/policy.yaml once
+#: it lands): the request types' expected checks and the attack rules between the packs.
+GOVERNANCE_POLICY = """\
+policy_version: governance-demo-1
+defaults: {settle: 0s}
+sources:
+  security-team: {authority: system_of_record, lineage: security}
+  allowlist-bot: {authority: derived, lineage: allowlist}
+fields:
+  trust: {type: enum, values: [trusted, untrusted, suspicious], freshness: 30d}
+argumentation:
+  semantics: grounded
+  timeout: 2s
+  remember: 10m
+  expected_checks:
+    web_content:      [opa_pii, pii, trust_domain]
+    record_read:      [opa_pii, opa_research, pii]
+    statement_export: [opa_financial, opa_research]
+    outbound_message: [pii]
+  attack_rules:
+    - {attacker_kind: pii_detected,         attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: pii_critical,         attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: phi_detected,         attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: financial_restricted, attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: financial_masking,    attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: suspicious_domain,    attacked_kind: baseline_allow,       type: undercut}
+    - {attacker_kind: trusted_domain,       attacked_kind: pii_detected,         type: undermine}
+    - {attacker_kind: research_authorized,  attacked_kind: phi_detected,         type: undercut}
+    - {attacker_kind: financial_restricted, attacked_kind: research_authorized,  type: rebut}
+    - {attacker_kind: research_authorized,  attacked_kind: financial_restricted, type: rebut}
+"""
+#: The rule that lets an authorized research requester defeat the PHI block.
+RESEARCH_RULE = (
+    "    - {attacker_kind: research_authorized,  attacked_kind: phi_detected,"
+    "         type: undercut}\n"
+)
+
+
+def governance_policy(*, research_rule: bool = True) -> str:
+    """The example policy; without `research_rule`, the PHI deny is not defeated by research."""
+    if research_rule:
+        return GOVERNANCE_POLICY
+    assert RESEARCH_RULE in GOVERNANCE_POLICY
+    return GOVERNANCE_POLICY.replace(RESEARCH_RULE, "")
+
+
+#: One check's argument as the gateway argues it: (check, kind, decision, strength, claim).
+Argued = tuple[str, str, str, float, str]
+
+#: The example requests of design section 1.6: request type and the arguments that arrive.
+SCENARIOS: dict[str, tuple[str, tuple[Argued, ...]]] = {
+    "trusted": (
+        "web_content",
+        (
+            ("opa_pii", "baseline_allow", "allow", 0.3, "no rule of the PII pack applies"),
+            ("pii", "pii_detected", "modify", 0.6, "2 PII items (email ×2) — masking required"),
+            ("trust_domain", "trusted_domain", "allow", 0.8, "domain:example.org trust is trusted"),
+        ),
+    ),
+    "untrusted": (
+        "web_content",
+        (
+            ("opa_pii", "baseline_allow", "allow", 0.3, "no rule of the PII pack applies"),
+            ("pii", "pii_detected", "modify", 0.6, "2 PII items (email ×2) — masking required"),
+            ("trust_domain", "trust_unknown", "allow", 0.0, "domain:mail.example.net: no decision"),
+        ),
+    ),
+    "research": (
+        "record_read",
+        (
+            ("opa_pii", "phi_detected", "deny", 0.9, "a medical record number with a diagnosis"),
+            ("opa_research", "research_authorized", "allow", 0.7, "irb.example.edu: research"),
+            ("pii", "pii_detected", "modify", 0.6, "1 PII item (email ×1) — masking required"),
+        ),
+    ),
+    "marketing": (
+        "record_read",
+        (
+            ("opa_pii", "phi_detected", "deny", 0.9, "a medical record number with a diagnosis"),
+            ("opa_research", "baseline_allow", "allow", 0.3, "no rule of the research pack"),
+            ("pii", "pii_detected", "modify", 0.6, "1 PII item (email ×1) — masking required"),
+        ),
+    ),
+    "export_research": (
+        "statement_export",
+        (
+            ("opa_financial", "financial_restricted", "deny", 0.8, "for audits only"),
+            ("opa_research", "research_authorized", "allow", 0.7, "irb.example.edu: research"),
+        ),
+    ),
+    "opa_down": (
+        "web_content",
+        (
+            ("pii", "pii_detected", "modify", 0.6, "2 PII items (email ×2) — masking required"),
+            ("trust_domain", "trusted_domain", "allow", 0.8, "domain:example.org trust is trusted"),
+        ),
+    ),
+}
+
+
+def gateway_signal(
+    request_id: str,
+    request_type: str,
+    argued: Argued,
+    at_us: int,
+    tool: str = "fetch_page",
+    phase: str = "result",
+) -> dict[str, Any]:
+    """One check's signal as the gateway sends it to `<prefix>verdicts` (design 1.6)."""
+    check, kind, decision, strength, claim = argued
+    return {
+        "request_id": request_id,
+        "request_type": request_type,
+        "check": check,
+        "argument": check,
+        "kind": kind,
+        "claim": claim,
+        "strength": strength,
+        "decision": decision,
+        "observed_at": format_rfc3339(at_us),
+        "tool": tool,
+        "phase": phase,
+    }
+
+
+def scenario_signals(name: str, request_id: str, at_us: int) -> list[dict[str, Any]]:
+    """The signals of one example request, all observed at `at_us`, in check-name order."""
+    request_type, argued = SCENARIOS[name]
+    return [gateway_signal(request_id, request_type, a, at_us) for a in sorted(argued)]

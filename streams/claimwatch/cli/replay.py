@@ -1,4 +1,8 @@
-"""`claimwatch replay`: decide a recorded claim stream under a policy, and diff."""
+"""`claimwatch replay`: decide a recorded claim stream under a policy, and diff.
+
+With `--verdicts` it re-decides the verdicts topic instead (the checks' signals of each
+request, `claimwatch.audit.replay_verdicts`) and writes the verdicts as JSON lines.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +24,12 @@ from claimwatch.audit.replay_alerts import replay_alerts
 from claimwatch.audit.replay_file import replay_file
 from claimwatch.audit.replay_request import Outputs, ReplayRequest
 from claimwatch.audit.replay_topic import refuse_live_topic, replay_topic_any, write_topic
+from claimwatch.audit.replay_verdicts import replay_verdicts_topic
 from claimwatch.audit.shares import default_jobs
 from claimwatch.cli.common import JobsOption, PrefixOption, fail
 from claimwatch.cli.topics import prefix_or_env, topic_named
+from claimwatch.core.argue.verdicts import VerdictConfig
+from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import TimestampError, parse_rfc3339
 from claimwatch.policy.loading import load_policy
 from claimwatch.policy.source import MAX_POLICY_BYTES, PolicyError
@@ -49,8 +56,16 @@ def replay(
     since: Annotated[str | None, typer.Option("--from", help="RFC 3339 start (topic)")] = None,
     until: Annotated[str | None, typer.Option("--to", help="RFC 3339 end (topic)")] = None,
     topic: Annotated[
-        str | None, typer.Option(help="claims topic (default: <prefix>claims)")
+        str | None,
+        typer.Option(help="topic (default: <prefix>claims; with --verdicts, <prefix>verdicts)"),
     ] = None,
+    verdicts: Annotated[
+        bool,
+        typer.Option(
+            "--verdicts",
+            help="re-decide the verdicts topic (checks' signals) instead of the claims",
+        ),
+    ] = False,
     bootstrap: Annotated[str | None, typer.Option(help="Kafka bootstrap host:port")] = None,
     topic_prefix: PrefixOption = None,
     partitions: Annotated[int, typer.Option(help="partitions for a file replay")] = 4,
@@ -81,6 +96,24 @@ def replay(
     except PolicyError as exc:
         fail(str(exc), 2)
     prefix = prefix_or_env(topic_prefix)
+    if verdicts:
+        unused = {
+            "--input": input,
+            "--to": until,
+            "--to-topic": to_topic,
+            "--alerts": alerts,
+            "--diff-against": diff_against,
+            "--changes": changes,
+            "--checkpoint": checkpoint,
+        }
+        given = [flag for flag, value in unused.items() if value is not None]
+        if given:
+            fail(f"--verdicts replays the verdicts topic: {', '.join(given)} do not apply", 2)
+        if not (from_beginning or since):
+            fail("--verdicts needs --from-beginning or --from TIME", 2)
+        where = topic_named(topic, prefix) if topic is not None else TopicNames(prefix).verdicts
+        _replay_verdicts(compiled, where, _ms(since, "--from"), bootstrap, prefix, out)
+        return
     if diff_against is not None and not Path(diff_against).exists():
         diff_against = topic_named(diff_against, prefix)
     if topic is not None:
@@ -125,6 +158,35 @@ def replay(
         fail(str(exc) or type(exc).__name__, 1)
     if refused:
         raise typer.Exit(1)
+
+
+def _replay_verdicts(
+    compiled: CompiledPolicy,
+    topic: str,
+    since_ms: int | None,
+    bootstrap: str | None,
+    prefix: str,
+    out: str,
+) -> None:
+    """Re-decide `topic`'s signals under the policy; write the verdicts as JSON lines."""
+    config = VerdictConfig.from_policy(compiled.policy)
+    try:
+        decided = asyncio.run(
+            replay_verdicts_topic(bootstrap, topic, config, TopicNames(prefix), since_ms)
+        )
+    except KafkaConnectionError:
+        fail(str(broker_unavailable(bootstrap)), 1)
+    except (KafkaError, RuntimeError) as exc:  # RuntimeError: the topic does not exist
+        fail(str(exc) or type(exc).__name__, 1)
+    lines = b"".join(dumps_line(record) for record in decided)
+    if out == "-":
+        sys.stdout.buffer.write(lines)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            Path(out).write_bytes(lines)
+        except OSError as exc:
+            fail(f"{out}: cannot write: {exc.strerror or exc}", 1)
 
 
 def _run_replay(req: ReplayRequest) -> bool:

@@ -30,7 +30,9 @@ from claimwatch.wire.codec import dumps, loads
 from claimwatch.wire.kafka import env_prefix
 from claimwatch.wire.topics import TopicNames, require_topics
 
-#: Merged publishes tried again after another writer slipped in, before `contention`.
+#: Merged publishes tried, each after a fresh fetch of the latest version, before
+#: `contention`: another writer slipping in before each of them gives up
+#: (docs/conflict-kinds.md#versioned-documents).
 MAX_RETRIES: Final = 3
 OnConflict = Literal["fail", "merge"]
 Send = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -126,8 +128,8 @@ class DocsClient:
         ``on_conflict="merge"`` a conflict is merged with the latest version: clean ->
         republished (``merged: true``, ``base_version``, ``their_version``); overlapping ->
         ``status: conflict``, ``mergeable: false`` and the body with git-style markers,
-        nothing published; still conflicting after `max_retries` merged publishes ->
-        ``reason: contention``.
+        nothing published; another writer slipping in before each of `max_retries` merged
+        publishes -> ``reason: contention``.
         """
         if on_conflict not in ("fail", "merge"):
             raise ValueError(f"on_conflict: {on_conflict!r} is not one of fail, merge")
@@ -232,8 +234,9 @@ async def merge_and_publish(
 
     `send` sends one request and returns its result; `fetch` returns a document page (the
     latest when the version is None) or None. The loop always merges against the latest
-    version at fetch time; it gives up with ``reason: contention`` after `max_retries`
-    merged publishes that conflicted again.
+    version at fetch time and makes at most `max_retries` merged publishes: a success after
+    k of them lost to another writer reports ``retries: k``; when every one lost, it gives
+    up with ``reason: contention, retries: max_retries`` and nothing of ours is published.
     """
     base_body = ""
     if expected > 0:
@@ -242,7 +245,7 @@ async def merge_and_publish(
             return {**conflict, "mergeable": False, "reason": "base_missing"}
         base_body = str(base["body"])
     last = conflict
-    for attempt in range(max_retries + 1):
+    for attempt in range(max_retries):
         latest = await fetch(path, None)
         if latest is None:
             raise DocsError(f"{path}: the store reported a conflict but has no document")

@@ -2,41 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from claimwatch.client.docs_client import merge_and_publish
-from claimwatch.core.docstore import DocState, apply
 
-PATH = "notes/plan.md"
+from tests.support.doc_store import PATH, Store
+
 BASE = "a: draft\nkeep 1\nkeep 2\nb: draft\nkeep 3\nkeep 4\nc: draft\n"
-
-
-class Store:
-    """One document behind the pure `apply`, with a hook run before each request is applied."""
-
-    def __init__(self) -> None:
-        self.state = DocState(PATH)
-        self.sent = 0
-        self.before_send: Callable[[], None] = lambda: None
-
-    def put(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Apply one request directly (another writer)."""
-        self.sent += 1
-        self.state, response = apply(self.state, request, f"direct-{self.sent}")
-        return response
-
-    async def send(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The client's send: the hook first (a writer slipping in), then the request."""
-        self.before_send()
-        return self.put(request)
-
-    async def fetch(self, path: str, version: int | None) -> dict[str, Any] | None:
-        """The GET /docs pages."""
-        found = self.state.current if version is None else self.state.at(version)
-        if found is None:
-            return None
-        return {"path": path, "version": found.number, "body": found.body, "content_hash": "h"}
 
 
 def _publish(body: str, expected: int) -> dict[str, Any]:
@@ -105,12 +77,13 @@ async def test_success_on_the_second_try_after_a_writer_slipped_in() -> None:
     assert "c: ours\n" in current.body
 
 
-async def test_retry_exhaustion_reports_contention() -> None:
-    """Another writer slips in before every merged publish: after 3 retries, contention."""
+async def test_three_slips_report_contention() -> None:
+    """Another writer slips in before each of the 3 merged publishes: contention, retries 3."""
     store, conflict = _store_at_v2()
+    slips: list[int] = []
 
     def slip() -> None:
-        store.put({"path": PATH, "body": "x\n", "op": "append"})
+        slips.append(store.put({"path": PATH, "body": "x\n", "op": "append"})["version"])
 
     store.before_send = slip
     ours = BASE.replace("c: draft", "c: ours")
@@ -121,8 +94,31 @@ async def test_retry_exhaustion_reports_contention() -> None:
         result["retries"],
         result["mergeable"],
     )
-    assert 6 == result["version"]
+    assert [3, 4, 5] == slips
+    assert 5 == result["version"]
     assert all("c: ours" not in v.body for v in store.state.versions)
+
+
+async def test_two_slips_then_success_reports_two_retries() -> None:
+    """Two writers slip in, the third merged publish lands: ok, merged, retries 2."""
+    store, conflict = _store_at_v2()
+    slips = [
+        lambda: store.put({"path": PATH, "body": "x\n", "op": "append"}),
+        lambda: store.put({"path": PATH, "body": "y\n", "op": "append"}),
+    ]
+    store.before_send = lambda: slips.pop(0)() if slips else None
+    ours = BASE.replace("c: draft", "c: ours")
+    result = await merge_and_publish(store.send, store.fetch, PATH, ours, 1, conflict, 3)
+    assert ("ok", True, 2, 4, 5) == (
+        result["status"],
+        result["merged"],
+        result["retries"],
+        result["their_version"],
+        result["version"],
+    )
+    current = store.state.current
+    assert current is not None
+    assert current.body.endswith("c: ours\nx\ny\n")
 
 
 async def test_missing_base_version_is_reported() -> None:
