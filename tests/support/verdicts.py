@@ -9,6 +9,8 @@ import orjson
 from claimwatch.core.argue import VerdictArgument
 from claimwatch.core.timeutil import format_rfc3339
 
+from tests.support.paths import REPO
+
 BASELINE = VerdictArgument("baseline_allow", "opa", "baseline", "allowed by default", 0.3, "allow")
 
 
@@ -73,37 +75,9 @@ def signal_record(argument: VerdictArgument, at: datetime, request: str) -> tupl
     return request.encode(), orjson.dumps(signal_obj(argument, at_us, request))
 
 
-#: The governance example's policy (design section 1.2; examples/governance/policy.yaml once
-#: it lands): the request types' expected checks and the attack rules between the packs.
-GOVERNANCE_POLICY = """\
-policy_version: governance-demo-1
-defaults: {settle: 0s}
-sources:
-  security-team: {authority: system_of_record, lineage: security}
-  allowlist-bot: {authority: derived, lineage: allowlist}
-fields:
-  trust: {type: enum, values: [trusted, untrusted, suspicious], freshness: 30d}
-argumentation:
-  semantics: grounded
-  timeout: 2s
-  remember: 10m
-  expected_checks:
-    web_content:      [opa_pii, pii, trust_domain]
-    record_read:      [opa_pii, opa_research, pii]
-    statement_export: [opa_financial, opa_research]
-    outbound_message: [pii]
-  attack_rules:
-    - {attacker_kind: pii_detected,         attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: pii_critical,         attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: phi_detected,         attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: financial_restricted, attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: financial_masking,    attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: suspicious_domain,    attacked_kind: baseline_allow,       type: undercut}
-    - {attacker_kind: trusted_domain,       attacked_kind: pii_detected,         type: undermine}
-    - {attacker_kind: research_authorized,  attacked_kind: phi_detected,         type: undercut}
-    - {attacker_kind: financial_restricted, attacked_kind: research_authorized,  type: rebut}
-    - {attacker_kind: research_authorized,  attacked_kind: financial_restricted, type: rebut}
-"""
+#: The governance example's policy: the request types' expected checks and the attack rules
+#: between the packs (the file the example's worker and gateway run).
+GOVERNANCE_POLICY_FILE = REPO / "examples" / "governance" / "policy.yaml"
 #: The rule that lets an authorized research requester defeat the PHI block.
 RESEARCH_RULE = (
     "    - {attacker_kind: research_authorized,  attacked_kind: phi_detected,"
@@ -113,10 +87,11 @@ RESEARCH_RULE = (
 
 def governance_policy(*, research_rule: bool = True) -> str:
     """The example policy; without `research_rule`, the PHI deny is not defeated by research."""
+    text = GOVERNANCE_POLICY_FILE.read_text()
     if research_rule:
-        return GOVERNANCE_POLICY
-    assert RESEARCH_RULE in GOVERNANCE_POLICY
-    return GOVERNANCE_POLICY.replace(RESEARCH_RULE, "")
+        return text
+    assert RESEARCH_RULE in text
+    return text.replace(RESEARCH_RULE, "")
 
 
 #: One check's argument as the gateway argues it: (check, kind, decision, strength, claim).

@@ -203,9 +203,14 @@ def parse_config(text: str, path: str = "<gateway>") -> GatewayConfig:
         parsed.servers,
         parsed.tools,
         ConfigSource(path, text, root),
-        governance_raw=parsed.governance,
-        documents_raw=parsed.documents,
+        # a section written without a value (`documents:`) is there, empty: not absent
+        governance_raw=_section(data, "governance", parsed.governance),
+        documents_raw=_section(data, "documents", parsed.documents),
     )
+
+
+def _section(data: dict[str, Any], key: str, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    return {} if value is None and key in data else value
 
 
 def load_config(path: str | Path, *, max_bytes: int = MAX_POLICY_BYTES) -> GatewayConfig:

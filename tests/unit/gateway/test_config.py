@@ -81,6 +81,22 @@ def test_the_command_line_overrides_the_file() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        ("", (None, None)),
+        ("documents:\ngovernance:\n", ({}, {})),
+        ("documents: {timeout: 5s}\n", (None, {"timeout": "5s"})),
+    ],
+)
+def test_a_section_without_a_value_is_present_and_empty(
+    sections: str, expected: tuple[object, object]
+) -> None:
+    """`documents:` alone turns the document tools on; leaving the key out keeps them off."""
+    config = parse_config("servers: {a: {command: [x]}}\n" + sections)
+    assert expected == (config.governance_raw, config.documents_raw)
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match=r"nope\.yaml: .*cannot read: No such file"):
         load_config(tmp_path / "nope.yaml")
