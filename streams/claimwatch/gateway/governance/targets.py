@@ -199,10 +199,10 @@ def _tokens(pointer: str, root: str) -> list[str] | None:
 
 
 def _child(node: Any, token: str) -> tuple[bool, Any]:
-    """(found, value) of one step into a dict (by key) or a list (by index)."""
+    """(found, value) of one step into a dict (by key) or a list or tuple (by index)."""
     if isinstance(node, Mapping):
         return (token in node, node.get(token))
-    if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+    if isinstance(node, (list, tuple)) and token.isdigit() and int(token) < len(node):
         return True, node[int(token)]
     return False, None
 

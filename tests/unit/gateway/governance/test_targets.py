@@ -145,6 +145,13 @@ def test_spans_outside_their_text_are_clipped_and_empty_ones_dropped() -> None:
     assert [Span("/arguments/body", 3, 6, "EMAIL")] == spans
 
 
+def test_strings_in_tuples_are_read_and_masked_like_lists() -> None:
+    mask = Mask(patterns=(PatternMask("a@x.org", "EMAIL"),))
+    masked, spans = masked_arguments({"to": ("a@x.org", "b")}, mask)
+    assert {"to": ["[EMAIL]", "b"]} == masked
+    assert [Span("/arguments/to/0", 0, 7, "EMAIL")] == spans
+
+
 def test_masking_does_not_change_the_arguments_it_was_given() -> None:
     arguments = {"to": ["a@x.org"]}
     masked_arguments(arguments, Mask(patterns=(PatternMask("a@x.org", "EMAIL"),)))
