@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from claimwatch.core.signing import canonical_bytes, signed
 from claimwatch.models.policy import SigningKey
@@ -97,6 +98,14 @@ class ToolMapping(BaseModel):
     signing: SigningKey | None = Field(
         default=None, description="where the source's HMAC key is (env or file), to sign claims"
     )
+
+    @field_validator("subject")
+    @classmethod
+    def _known_filters(cls, subject: str) -> str:
+        problem = subject_problem(subject)
+        if problem is not None:
+            raise ValueError(problem)
+        return subject
 
 
 class ToolMappings(BaseModel):
@@ -197,15 +206,52 @@ def _lookup(payload: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-def _subject(template: str, arguments: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
-    """The subject template filled from the arguments, then the payload's top-level keys."""
+def _host(value: str) -> str:
+    """The host name of a URL, lower-cased; MappingError when it names none."""
+    try:
+        host = urlsplit(value).hostname
+    except ValueError:
+        host = None
+    if not host:
+        raise MappingError(f"{value!r} is no URL with a host name (e.g. https://example.org/x)")
+    return host.lower()
+
+
+#: The filters a subject template may apply to a name: `{url|host}`.
+FILTERS: Final[Mapping[str, Callable[[str], str]]] = {"host": _host}
+
+
+def subject_problem(template: str) -> str | None:
+    """Why a subject template cannot be filled (an unknown filter), or None when it can."""
+    for match in _FIELD_NAME.finditer(template):
+        _, bar, name = match.group(1).partition("|")
+        if bar and name not in FILTERS:
+            return f"`{match.group(0)}`: unknown filter `|{name}` (known: {', '.join(FILTERS)})"
+    return None
+
+
+def fill_subject(template: str, arguments: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
+    """The subject template filled from the arguments, then the payload's top-level keys.
+
+    `{name}` is the scalar's text; `{name|host}` the host name of the URL it holds,
+    lower-cased. MappingError when a name is missing or not a scalar, the filter is
+    unknown, or the value has no host.
+    """
     names = {**payload, **arguments}
 
     def fill(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name, bar, filter_name = match.group(1).partition("|")
         if name not in names or isinstance(names[name], (dict, list)) or names[name] is None:
             raise MappingError(f"subject {template!r}: no scalar `{name}` in arguments or result")
-        return str(names[name])
+        value = str(names[name])
+        if not bar:
+            return value
+        if filter_name not in FILTERS:
+            raise MappingError(f"subject {template!r}: {subject_problem(template)}")
+        try:
+            return FILTERS[filter_name](value)
+        except MappingError as exc:
+            raise MappingError(f"subject {template!r}: `{name}`: {exc}") from None
 
     return _FIELD_NAME.sub(fill, template)
 
@@ -248,7 +294,7 @@ def claim_from_result(
             status = "error"
             detail = f"the result has no `{mapping.value}` (the mapping's value key): {text}"
     envelope: dict[str, Any] = {
-        "subject": _subject(mapping.subject, arguments, payload or {}),
+        "subject": fill_subject(mapping.subject, arguments, payload or {}),
         "field": mapping.field,
         "source": mapping.source,
         "observed_at": _observed_at(mapping, payload, now),

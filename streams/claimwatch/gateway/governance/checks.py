@@ -7,14 +7,20 @@ an expected check is undecided. Nothing here decides: the policy's rules do.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from mcp.types import CallToolResult
+from pydantic import BaseModel, ValidationError
 
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.governance.targets import Mask, Target
+
+log = logging.getLogger(__name__)
 
 Phase = Literal["arguments", "result"]
 Decision = Literal["allow", "deny", "modify"]
@@ -81,14 +87,90 @@ class CheckEnv:
     max_scan_bytes: int
 
 
+#: The check kinds `governance.checks.<name>.kind` may name.
+KINDS: Final = ("pii", "opa", "trust")
+#: Where a check's keys are described, for errors about them.
+_DOCS: Final = "see docs/gateway-checks.md"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def _outcome(check: Check, call: CallView, budget_s: float) -> Outcome:
+    """One check run within min(its timeout, the budget): argued, or failed saying why."""
+    seconds = max(0.0, min(check.timeout_s, budget_s))
+    started = time.perf_counter()
+    argument: Argument | None = None
+    error: str | None = None
+    try:
+        async with asyncio.timeout(seconds):
+            argument = await check.argue(call)
+    except CheckFailed as exc:
+        error = str(exc) or "the check failed without saying why"
+    except TimeoutError:
+        error = f"no answer within {seconds * 1000:.0f} ms"
+    except Exception as exc:
+        log.exception("governance check %s failed on %s (%s)", check.name, call.tool, call.phase)
+        error = f"internal_error: {type(exc).__name__}: {exc}"
+    return Outcome(check.name, argument, error, (time.perf_counter() - started) * 1000)
+
+
 async def run_checks(checks: Sequence[Check], call: CallView, budget_s: float) -> list[Outcome]:
     """Run all at once, each bounded by min(its timeout, budget); never raises.
 
-    Outcomes come in check-name order.
+    A check that raises CheckFailed fails with its message, one that does not answer in
+    time with "no answer within N ms", and one that raises anything else with
+    "internal_error: <type>: <message>" (logged with the trace). Outcomes come in
+    check-name order.
     """
-    raise NotImplementedError
+    ordered = sorted(checks, key=lambda c: c.name)
+    return list(await asyncio.gather(*(_outcome(c, call, budget_s) for c in ordered)))
+
+
+def check_config(model: type[M], name: str, raw: Mapping[str, Any], source: ConfigSource) -> M:
+    """`governance.checks.<name>` validated by `model`; PolicyError naming file, line, key.
+
+    A missing key's error says what to write (the field's description); an unknown key's
+    lists the keys a check of that kind has.
+    """
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError as exc:
+        # a misspelt key first: it is why a required one looks missing
+        error = min(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    loc = tuple(p for p in error["loc"] if p != "[key]" and not str(p).startswith("function-"))
+    reason = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        keys = ", ".join(model.model_fields)
+        reason = f"unknown key (a {raw.get('kind')} check has {keys}; {_DOCS})"
+    elif error["type"] == "missing" and len(loc) == 1 and loc[0] in model.model_fields:
+        hint = model.model_fields[str(loc[0])].description
+        reason = f"missing: {hint}" if hint else "missing"
+    raise source.error(("governance", "checks", name, *loc), reason) from None
 
 
 def build_check(name: str, raw: Mapping[str, Any], source: ConfigSource, env: CheckEnv) -> Check:
     """The check `governance.checks.<name>` describes, by its `kind` (pii, opa, trust)."""
-    raise NotImplementedError
+    if not isinstance(raw, Mapping):
+        raise source.error(
+            ("governance", "checks", name),
+            f"a check is a mapping with a `kind` ({', '.join(KINDS)}); {_DOCS}",
+        )
+    kind = raw.get("kind")
+    if kind is None:
+        raise source.error(
+            ("governance", "checks", name), f"missing: `kind`, one of {', '.join(KINDS)}"
+        )
+    if kind == "pii":
+        return pii.PiiCheck.from_config(name, raw, source, env)
+    if kind == "opa":
+        return opa.OpaCheck.from_config(name, raw, source, env)
+    if kind == "trust":
+        return trust.TrustCheck.from_config(name, raw, source, env)
+    raise source.error(
+        ("governance", "checks", name, "kind"), f"{kind!r} is not one of {', '.join(KINDS)}"
+    )
+
+
+# The check kinds build on the types above (they import this module), so they are imported
+# once those exist; `build_check` reads them when called, never at import time.
+from claimwatch.gateway.governance import opa, pii, trust  # noqa: E402
