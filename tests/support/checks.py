@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -11,7 +13,7 @@ from claimwatch.audit.resolve_file import read_claims, resolve_batch
 from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
-from claimwatch.gateway.governance.checks import CallView, CheckEnv
+from claimwatch.gateway.governance.checks import Argument, CallView, CheckEnv
 from claimwatch.gateway.governance.targets import argument_targets, result_targets
 from claimwatch.policy.loading import parse_policy
 from mcp.types import CallToolResult, TextContent
@@ -106,3 +108,25 @@ def trust_decisions(
     batch = read_claims([json.dumps(dict(c)) for c in claims], "<claims>", policy)
     assert [] == batch.errors
     return {r["subject"]: r for r in resolve_batch(batch, policy, parse_rfc3339(now))}
+
+
+CLEAR = Argument("pii_clear", "nothing", 0.3, "allow")
+
+
+@dataclass
+class FakeCheck:
+    """A check that answers after `delay_s` with its argument, or raises `error`."""
+
+    name: str
+    delay_s: float = 0.0
+    error: Exception | None = None
+    timeout_s: float = 1.0
+
+    async def argue(self, call: CallView) -> Argument:
+        await asyncio.sleep(self.delay_s)
+        if self.error is not None:
+            raise self.error
+        return CLEAR
+
+    async def aclose(self) -> None:
+        return None

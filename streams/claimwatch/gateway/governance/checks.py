@@ -87,10 +87,8 @@ class CheckEnv:
     max_scan_bytes: int
 
 
-#: The check kinds `governance.checks.<name>.kind` may name.
-KINDS: Final = ("pii", "opa", "trust")
 #: Where a check's keys are described, for errors about them.
-_DOCS: Final = "see docs/gateway-checks.md"
+CHECK_DOCS: Final = "see docs/gateway-checks.md"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -141,36 +139,8 @@ def check_config(model: type[M], name: str, raw: Mapping[str, Any], source: Conf
     reason = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         keys = ", ".join(model.model_fields)
-        reason = f"unknown key (a {raw.get('kind')} check has {keys}; {_DOCS})"
+        reason = f"unknown key (a {raw.get('kind')} check has {keys}; {CHECK_DOCS})"
     elif error["type"] == "missing" and len(loc) == 1 and loc[0] in model.model_fields:
         hint = model.model_fields[str(loc[0])].description
         reason = f"missing: {hint}" if hint else "missing"
     raise source.error(("governance", "checks", name, *loc), reason) from None
-
-
-def build_check(name: str, raw: Mapping[str, Any], source: ConfigSource, env: CheckEnv) -> Check:
-    """The check `governance.checks.<name>` describes, by its `kind` (pii, opa, trust)."""
-    if not isinstance(raw, Mapping):
-        raise source.error(
-            ("governance", "checks", name),
-            f"a check is a mapping with a `kind` ({', '.join(KINDS)}); {_DOCS}",
-        )
-    kind = raw.get("kind")
-    if kind is None:
-        raise source.error(
-            ("governance", "checks", name), f"missing: `kind`, one of {', '.join(KINDS)}"
-        )
-    if kind == "pii":
-        return pii.PiiCheck.from_config(name, raw, source, env)
-    if kind == "opa":
-        return opa.OpaCheck.from_config(name, raw, source, env)
-    if kind == "trust":
-        return trust.TrustCheck.from_config(name, raw, source, env)
-    raise source.error(
-        ("governance", "checks", name, "kind"), f"{kind!r} is not one of {', '.join(KINDS)}"
-    )
-
-
-# The check kinds build on the types above (they import this module), so they are imported
-# once those exist; `build_check` reads them when called, never at import time.
-from claimwatch.gateway.governance import opa, pii, trust  # noqa: E402
