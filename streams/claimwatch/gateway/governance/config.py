@@ -40,8 +40,6 @@ from claimwatch.policy.source import PolicyError
 
 #: The OPA server asked when neither `opa.url` nor CLAIMWATCH_OPA_URL names one.
 DEFAULT_OPA_URL: Final = "http://127.0.0.1:8181"
-#: The kinds of check `governance.checks.<name>.kind` may name.
-CHECK_KINDS: Final = ("pii", "opa", "trust")
 _DOCS: Final = "see docs/gateway-governance.md"
 
 
@@ -69,7 +67,7 @@ class OpaSection(BaseModel):
 
 
 class GovernanceFile(BaseModel):
-    """The `governance:` section's keys; each check's own keys are checked by its kind."""
+    """The `governance:` section's keys; each check's own keys are its kind's (`build_check`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -130,8 +128,6 @@ def parse_governance(
     policy_path = Path(source.path).parent / section.policy
     compiled = load_policy(policy_path)  # its PolicyError names the policy file
     config = VerdictConfig.from_policy(compiled.policy)
-    for name, check in section.checks.items():
-        _check_kind(name, check, source)
     for tool, by_phase in phases.items():
         for phase, request_type in by_phase.items():
             _check_request_type(config, tool, phase, request_type, source, policy_path)
@@ -198,14 +194,6 @@ def _validation_error(
     elif error["type"] == "missing":
         reason = f"missing ({_DOCS})"
     return source.error(loc, reason)
-
-
-def _check_kind(name: str, check: Mapping[str, Any], source: ConfigSource) -> None:
-    where = ("governance", "checks", name, "kind")
-    if "kind" not in check:
-        raise source.error(where[:-1], f"missing `kind`: one of {', '.join(CHECK_KINDS)}")
-    if check["kind"] not in CHECK_KINDS:
-        raise source.error(where, f"{check['kind']!r} is not one of {', '.join(CHECK_KINDS)}")
 
 
 def _check_request_type(

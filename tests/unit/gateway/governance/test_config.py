@@ -94,12 +94,6 @@ def swap(old: str, new: str) -> str:
     ("text", "policy", "expected"),
     [
         pytest.param(
-            swap("{kind: opa, package: claimwatch.packs.pii}", "{kind: rego}"),
-            POLICY,
-            "{g}:7: governance.checks.opa_pii.kind: 'rego' is not one of pii, opa, trust",
-            id="unknown kind",
-        ),
-        pytest.param(
             swap("    pii: {kind: pii}\n", ""),
             POLICY,
             "{p}: argumentation.expected_checks.web_content: names check 'pii', which "
@@ -198,3 +192,36 @@ def test_more_checks_than_a_request_holds_are_refused(tmp_path: Path) -> None:
         f"{tmp_path / 'policy.yaml'}: argumentation.expected_checks.outbound_message: 17 checks: "
         "a request holds at most 16 signals" == str(raised.value)
     )
+
+
+TRUST = (
+    "    trust_domain:\n      kind: trust\n      subject: 'domain:{url|host}'\n      field: trust\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            swap("{kind: opa, package: claimwatch.packs.pii}", "{kind: rego}"),
+            "{g}:7: governance.checks.opa_pii.kind: 'rego' is not one of pii, opa, trust",
+            id="unknown kind",
+        ),
+        pytest.param(
+            swap("    trust_domain: {kind: trust}\n", TRUST),
+            "{g}:10: governance.checks.trust_domain.otherwise: missing: say what a subject "
+            "without a mapped decision argues, e.g. {decision: allow, kind: trust_unknown, "
+            "strength: 0}",
+            id="trust without otherwise",
+        ),
+    ],
+)
+def test_a_check_that_cannot_be_built_is_refused_at_start(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    """The checks are built at start-up (by their kinds), so their errors stop it too."""
+    write_policy(tmp_path)
+    config = parse_config(text, str(tmp_path / "gateway.yaml"))
+    with pytest.raises(PolicyError) as raised:
+        build_gate(config.governance_raw, config.tools_raw, config.source, config.settings)
+    assert expected.format(g=tmp_path / "gateway.yaml") == str(raised.value)
