@@ -116,7 +116,7 @@ def _why_denied(note: Mapping[str, Any]) -> str:
     if "why" in note:
         return str(note["why"])
     denying = [a for a in note["arguments"] if a["accepted"] and a["decision"] == "deny"]
-    said = "; ".join(f"{a['id']} says deny ({a['claim']})" for a in denying)
+    said = "; ".join(f"{a['id']} says deny ({a['kind']}: {a['claim']})" for a in denying)
     return f"{said} and no accepted argument defeats it" if said else str(note["reason"])
 
 

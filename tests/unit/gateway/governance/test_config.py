@@ -26,11 +26,15 @@ servers:
 governance:
   policy: policy.yaml
   checks:
-    pii: {kind: pii}
+    pii: {kind: pii, phone_regions: [US]}
     opa_pii: {kind: opa, package: claimwatch.packs.pii}
     opa_research: {kind: opa, package: claimwatch.packs.research}
     opa_financial: {kind: opa, package: claimwatch.packs.financial}
-    trust_domain: {kind: trust}
+    trust_domain:
+      kind: trust
+      subject: "domain:{url|host}"
+      field: trust
+      otherwise: {decision: allow, kind: trust_unknown, strength: 0.0}
 tools:
   fetch_page:
     checks: {result: web_content}
@@ -94,7 +98,7 @@ def swap(old: str, new: str) -> str:
     ("text", "policy", "expected"),
     [
         pytest.param(
-            swap("    pii: {kind: pii}\n", ""),
+            swap("    pii: {kind: pii, phone_regions: [US]}\n", ""),
             POLICY,
             "{p}: argumentation.expected_checks.web_content: names check 'pii', which "
             "governance.checks does not define (gateway.yaml:5)",
@@ -103,7 +107,7 @@ def swap(old: str, new: str) -> str:
         pytest.param(
             swap("result: web_content", "result: web_contnet"),
             POLICY,
-            "{g}:13: tools.fetch_page.checks.result: request type 'web_contnet' is not in the "
+            "{g}:17: tools.fetch_page.checks.result: request type 'web_contnet' is not in the "
             "policy's argumentation.expected_checks (policy.yaml): known: outbound_message, "
             "record_read, statement_export, web_content",
             id="unknown request type",
@@ -144,14 +148,14 @@ def swap(old: str, new: str) -> str:
         pytest.param(
             swap("checks: {result: web_content}", "checks: {}"),
             POLICY,
-            "{g}:13: tools.fetch_page.checks: name the request type of `arguments`, of `result`, "
+            "{g}:17: tools.fetch_page.checks: name the request type of `arguments`, of `result`, "
             "or of both",
             id="checks naming no phase",
         ),
         pytest.param(
             swap("checks: {result: web_content}", "checks: {reply: web_content}"),
             POLICY,
-            "{g}:13: tools.fetch_page.checks.reply: unknown key",
+            "{g}:17: tools.fetch_page.checks.reply: unknown key",
             id="unknown phase",
         ),
         pytest.param(
@@ -184,19 +188,14 @@ def test_a_bad_file_is_refused_naming_file_line_and_key(
 def test_more_checks_than_a_request_holds_are_refused(tmp_path: Path) -> None:
     names = [f"c{i:02}" for i in range(17)]
     policy = POLICY.replace("outbound_message: [pii]", f"outbound_message: [{', '.join(names)}]")
-    checks = "".join(f"    {n}: {{kind: pii}}\n" for n in names)
-    text = GATEWAY.replace("    pii: {kind: pii}\n", f"    pii: {{kind: pii}}\n{checks}")
+    checks = "".join(f"    {n}: {{kind: pii, phone_regions: [US]}}\n" for n in names)
+    text = GATEWAY.replace("    trust_domain:\n", f"{checks}    trust_domain:\n")
     with pytest.raises(PolicyError) as raised:
         parsed(tmp_path, text, policy)
     assert (
         f"{tmp_path / 'policy.yaml'}: argumentation.expected_checks.outbound_message: 17 checks: "
         "a request holds at most 16 signals" == str(raised.value)
     )
-
-
-TRUST = (
-    "    trust_domain:\n      kind: trust\n      subject: 'domain:{url|host}'\n      field: trust\n"
-)
 
 
 @pytest.mark.parametrize(
@@ -208,7 +207,7 @@ TRUST = (
             id="unknown kind",
         ),
         pytest.param(
-            swap("    trust_domain: {kind: trust}\n", TRUST),
+            swap("      otherwise: {decision: allow, kind: trust_unknown, strength: 0.0}\n", ""),
             "{g}:10: governance.checks.trust_domain.otherwise: missing: say what a subject "
             "without a mapped decision argues, e.g. {decision: allow, kind: trust_unknown, "
             "strength: 0}",
@@ -224,4 +223,4 @@ def test_a_check_that_cannot_be_built_is_refused_at_start(
     config = parse_config(text, str(tmp_path / "gateway.yaml"))
     with pytest.raises(PolicyError) as raised:
         build_gate(config.governance_raw, config.tools_raw, config.source, config.settings)
-    assert expected.format(g=tmp_path / "gateway.yaml") == str(raised.value)
+    assert expected.replace("{g}", str(tmp_path / "gateway.yaml")) == str(raised.value)

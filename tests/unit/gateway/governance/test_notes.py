@@ -60,7 +60,7 @@ def decided(config: VerdictConfig, name: str) -> tuple[dict[str, Any], list[Outc
             "marketing",
             "denied",
             "claimwatch governance denied fetch_page (result): opa_pii says "
-            "deny (phi_detected) and no accepted argument defeats it; verdict {id}",
+            "deny (phi_detected: phi_detected) and no accepted argument defeats it; verdict {id}",
         ),
         (
             "export_research",

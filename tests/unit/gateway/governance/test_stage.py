@@ -230,7 +230,8 @@ async def test_withheld_result_makes_no_claim() -> None:
     assert result.is_error
     assert ("deny", "denied") == (found["decision"], found["applied"])
     assert text_of(result).startswith(
-        "claimwatch governance denied lookup (result): a says deny (1 critical PII item)"
+        "claimwatch governance denied lookup (result): "
+        "a says deny (pii_critical: 1 critical PII item)"
     )
     assert [] == hook.calls
 
