@@ -12,6 +12,7 @@ allow.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -53,6 +54,8 @@ from claimwatch.gateway.governance.targets import (
     masked_result,
     result_targets,
 )
+
+log = logging.getLogger(__name__)
 
 #: The applied decisions that let the call go on.
 PASSING: frozenset[Applied] = frozenset({"passed", "masked", "escalated_passed"})
@@ -180,12 +183,16 @@ class Governance:
         return PhaseDecision(record, outcomes, arguments, mask, applied, recorded)
 
     async def aclose(self) -> None:
-        """Close every check (their HTTP sessions) and the recorder (its publisher, outbox)."""
-        try:
-            for check in self.checks.values():
+        """Close every check (their HTTP sessions) and the recorder (its publisher, outbox).
+
+        One that fails to close is logged; the others are closed all the same.
+        """
+        for check in self.checks.values():
+            try:
                 await check.aclose()
-        finally:
-            await self.recorder.aclose()
+            except Exception:
+                log.exception("governance check %s did not close cleanly", check.name)
+        await self.recorder.aclose()
 
 
 def _attributed(
