@@ -34,7 +34,7 @@ from claimwatch.core.claim import fact_key
 from claimwatch.gateway.annotate import annotated
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.notes import ClaimState, decided_note, unarbitrated_note
-from claimwatch.gateway.outbox import Outbox, Pending
+from claimwatch.gateway.outbox import Outbox, Pending, drain
 from claimwatch.gateway.tools_config import GatewayToolMapping, parse_tools, signing_keys
 
 log = logging.getLogger(__name__)
@@ -203,23 +203,9 @@ class Arbitrator:
 
     async def _drain(self) -> None:
         """Send the outbox, oldest first, retrying every `RETRY_S` while the broker is away."""
-        failures = 0
-        while (pending := self.outbox.peek()) is not None:
-            try:
-                async with asyncio.timeout(SEND_TIMEOUT_S):
-                    client = await self._connected()
-                    await client.publisher.send(pending.key, pending.value)
-                    await client.publisher.flush()
-            except Exception as exc:  # any broker trouble: kept, tried again
-                if failures == 0:
-                    log.warning(
-                        "claimwatch gateway: %d claim(s) waiting for the broker: %s",
-                        len(self.outbox),
-                        exc or type(exc).__name__,
-                    )
-                failures += 1
-                await asyncio.sleep(RETRY_S)
-                continue
-            self.outbox.done()
-        if failures:
-            log.warning("claimwatch gateway: the broker answers again; the outbox is sent")
+        await drain(self.outbox, self._send, retry_s=RETRY_S, timeout_s=SEND_TIMEOUT_S)
+
+    async def _send(self, pending: Pending) -> None:
+        client = await self._connected()
+        await client.publisher.send(pending.key, pending.value)
+        await client.publisher.flush()

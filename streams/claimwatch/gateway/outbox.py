@@ -1,7 +1,8 @@
 """Claims the gateway could not hand to the broker, kept in memory until it answers again.
 
 Bounded: a full outbox refuses the next claim (the caller reports it as dropped) rather
-than growing without end while the broker is away. Claims leave in the order they came.
+than growing without end while the broker is away. Claims leave in the order they came
+(`drain`, shared by the claims of the result hook and the verdict signals of governance).
 Sending is at least once: a claim whose sending was cut short may already be on the
 topic, and its second copy is the same claim (same id, same content), which a worker
 counts as a duplicate and does not weigh twice.
@@ -9,9 +10,14 @@ counts as a duplicate and does not weigh twice.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
+
+log = logging.getLogger(__name__)
 
 #: Claims kept at most while the broker does not answer.
 DEFAULT_OUTBOX_SIZE: Final = 1000
@@ -55,3 +61,36 @@ class Outbox:
     def done(self) -> None:
         """The oldest claim was sent: forget it."""
         self._claims.popleft()
+
+
+async def drain(
+    outbox: Outbox,
+    send: Callable[[Pending], Awaitable[None]],
+    *,
+    retry_s: float,
+    timeout_s: float,
+) -> None:
+    """Send the outbox, oldest first, retrying every `retry_s` while the broker is away.
+
+    `send` hands one record to the broker and waits for it to take it; one try may take
+    `timeout_s` at most. Returns when the outbox is empty; any failure keeps the record
+    and tries it again (the first failure and the recovery are logged).
+    """
+    failures = 0
+    while (pending := outbox.peek()) is not None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await send(pending)
+        except Exception as exc:  # any broker trouble: kept, tried again
+            if failures == 0:
+                log.warning(
+                    "claimwatch gateway: %d record(s) waiting for the broker: %s",
+                    len(outbox),
+                    exc or type(exc).__name__,
+                )
+            failures += 1
+            await asyncio.sleep(retry_s)
+            continue
+        outbox.done()
+    if failures:
+        log.warning("claimwatch gateway: the broker answers again; the outbox is sent")
