@@ -123,7 +123,7 @@ docs: $(STAMP) ## build the documentation site into site/, strict: a broken link
 
 check: lint typecheck docs test ## what CI runs: lint, types, the docs site, tests
 
-bench: $(STAMP) kafka-up ## the speed figures of every issue, as ratios against in-run baselines
+bench: $(STAMP) kafka-up $(OPA_STAMP) ## the speed figures of every issue, as ratios against in-run baselines
 	$(BIN)/python -m bench
 
 schemas: $(STAMP) ## regenerate the JSON Schemas in schemas/ from the pydantic models

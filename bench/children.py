@@ -1,4 +1,4 @@
-"""Subprocesses of the pipeline benchmark: the worker, the passthrough and the Faust floor."""
+"""Subprocesses of the benchmarks: the worker, the passthrough, the Faust floor; finding them."""
 
 from __future__ import annotations
 
@@ -141,3 +141,28 @@ async def wait_file(child: Child, path: Path, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{child.name} not ready after {timeout:.0f}s")
         await asyncio.sleep(0.1)
+
+
+def children_of(name: str) -> list[int]:
+    """The pids of this process's children whose command line contains `name`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            text = stat.read_text()
+            ppid = int(text[text.rindex(")") + 2 :].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if ppid == os.getpid() and name in cmdline:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def pid_of(child: Child) -> int:
+    if child.proc is None:
+        raise RuntimeError(f"{child.name} was not started")
+    return child.proc.pid
+
+
+def only(pids: list[int]) -> int:
+    if len(pids) != 1:
+        raise RuntimeError(f"expected one gateway process, found {pids}")
+    return pids[0]

@@ -17,7 +17,10 @@ TURN_S seconds, TURNS turns a side, the sides in rotation:
   the two tools do the same work upstream);
 - `in_agent`: `get_invoice_status` straight to the upstream, then mapped, signed and
   decided in this process with `claimwatch.Client.decide`, as examples/mcp/client.py
-  does without a gateway (the decision's wait on its own).
+  does without a gateway (the decision's wait on its own);
+- `governed`: `get_invoice_status` through a second gateway whose governance stage checks
+  each result (a PII scan, the shipped PII pack on a real OPA server and a trust record:
+  `bench.governed`) before it is arbitrated.
 
 Every call asks about a new invoice: each claim (the owner's, signed) is a new fact,
 decided on arrival. A call's latency runs from its scheduled start to its result. Per
@@ -62,7 +65,18 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
-from bench.children import CLAIMWATCH, Child, cpu_s, free_port, wait_healthy, worker
+from bench.children import (
+    CLAIMWATCH,
+    Child,
+    children_of,
+    cpu_s,
+    free_port,
+    only,
+    pid_of,
+    wait_healthy,
+    worker,
+)
+from bench.governed import governed_gateway, governed_policy, opa_server, trust_billing
 from bench.kafka_io import delete_topics
 
 RATE = int(os.environ.get("CLAIMWATCH_BENCH_GATEWAY_RATE", "50"))
@@ -78,10 +92,12 @@ TARGET_P99_MS = 250.0
 POLICY = Path("examples/mcp/policy.yaml")
 GATEWAY_EXAMPLE = Path("examples/mcp/gateway.yaml")
 MAPPED, UNMAPPED = "get_invoice_status", "get_report_status"
-SIDES = ("direct", "gateway", "passthrough", "in_agent")
+SIDES = ("direct", "gateway", "passthrough", "in_agent", "governed")
 MAPPINGS = Path("examples/mcp/mappings.yaml")
 KEY_ENV = "MCP_DEMO_BILLING_KEY"
 WORK = Path(".cache/bench")
+#: The two gateways' files in the run's work directory (their processes are found by them).
+WORK_CONFIG, GOVERNED_CONFIG = "gateway.yaml", "governed.yaml"
 
 
 def note(text: str) -> None:
@@ -106,6 +122,11 @@ def carried(result: CallToolResult) -> str:
         return "tool error"
     if note_ is None:
         return "no claimwatch note"
+    governance = (note_.get("governance") or {}).get("result")
+    if governance is not None and not note_.get("arbitrated"):
+        return f"governance {governance.get('applied')}, unarbitrated"
+    if governance is not None:
+        return f"governance {governance.get('applied')}, decided: {note_.get('outcome')}"
     if note_.get("arbitrated"):
         return f"decided: {note_.get('outcome')}"
     return f"unarbitrated: claim {note_.get('claim')}"
@@ -157,25 +178,6 @@ def gateway_config(path: Path, upstream_url: str, worker_url: str, prefix: str) 
     return path
 
 
-def children_of(name: str) -> list[int]:
-    """The pids of this process's children whose command line contains `name`."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            text = stat.read_text()
-            ppid = int(text[text.rindex(")") + 2 :].split()[1])
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            if ppid == os.getpid() and name in cmdline:
-                found.append(int(stat.parent.name))
-    return found
-
-
-def pid_of(child: Child) -> int:
-    if child.proc is None:
-        raise RuntimeError(f"{child.name} was not started")
-    return child.proc.pid
-
-
 @contextlib.asynccontextmanager
 async def through_gateway(config: Path, log: Path) -> AsyncIterator[Client]:
     """The SDK's client on a gateway it starts over stdio (as an agent does), stderr to `log`."""
@@ -196,6 +198,7 @@ class Agent:
 
     direct: Client
     gateway: Client
+    governed: Client
     claimwatch: CwClient
     mapping: ToolMapping
     key: bytes | None
@@ -210,7 +213,7 @@ class Agent:
             arguments = {"invoice_id": f"INV-{self.run}-{side}{turn}-{i}"}
             if side == "in_agent":
                 return await self.in_agent(arguments)
-            client = self.direct if side == "direct" else self.gateway
+            client = {"direct": self.direct, "governed": self.governed}.get(side, self.gateway)
             tool = UNMAPPED if side == "passthrough" else MAPPED
             return carried(await client.call_tool(tool, arguments))
 
@@ -246,7 +249,9 @@ async def measure(work: Path) -> dict[str, Any]:
     app_id = prefix.rstrip(".")
     os.environ[KEY_ENV] = secrets.token_hex(32)  # the walkthrough's `export`
     port, upstream_port = free_port(), free_port()
-    child = worker(POLICY, prefix, app_id, port, work)
+    policy = governed_policy(POLICY, work / "policy.yaml")
+    child = worker(policy, prefix, app_id, port, work)
+    opa = opa_server(opa_port := free_port(), work)
     upstream = Child(
         "upstream",
         [sys.executable, "-m", "bench.gateway_upstream", str(upstream_port)],
@@ -255,40 +260,56 @@ async def measure(work: Path) -> dict[str, Any]:
     mapping = load_mappings(MAPPINGS).tools[MAPPED]
     signing = mapping.signing
     key = client_key(signing.env, signing.file) if signing is not None else None
+    sides = {side: Side() for side in SIDES}
     try:
         child.start()
         upstream.start()
+        opa.start()
         await wait_healthy(child, port)
+        await wait_healthy(opa, opa_port)
         await asyncio.sleep(WORKER_WARM_S)
         url = f"http://127.0.0.1:{upstream_port}/mcp"
         worker_url = f"http://127.0.0.1:{port}"
-        config = gateway_config(work / "gateway.yaml", url, worker_url, prefix)
-        async with (
-            Client(url, cache=None) as direct,
-            through_gateway(config, work / "gateway.log") as gateway,
-            CwClient(worker_url, env_bootstrap(), prefix) as claimwatch,
-        ):
-            timeout = load_config(config).settings.decide_timeout
-            agent = Agent(direct, gateway, claimwatch, mapping, key, timeout)
-            pids = {
-                "gateway": only(children_of(" gateway --config ")),
-                "worker": pid_of(child),
-                "upstream": pid_of(upstream),
-            }
-            note(f"warming up: {WARM_S:g} s of calls a side")
-            for side in SIDES:
-                await paced(agent.caller(side, -1), WARM_S)
-            sides = {side: Side() for side in SIDES}
-            for turn in range(TURNS):
-                for side in SIDES:
-                    note(f"turn {turn + 1}/{TURNS}: {side}, {RATE} calls/s for {TURN_S:g} s")
-                    await timed_turn(sides[side], pids, agent.caller(side, turn))
-            child.check()
+        config = gateway_config(work / WORK_CONFIG, url, worker_url, prefix)
+        opa_url = f"http://127.0.0.1:{opa_port}"
+        stage = governed_gateway(config, policy, opa_url, work / GOVERNED_CONFIG)
+        async with CwClient(worker_url, env_bootstrap(), prefix) as claimwatch:
+            await trust_billing(claimwatch)
+            async with (
+                Client(url, cache=None) as direct,
+                through_gateway(config, work / "gateway.log") as gateway,
+                through_gateway(stage, work / "governed.log") as governed,
+            ):
+                timeout = load_config(config).settings.decide_timeout
+                agent = Agent(direct, gateway, governed, claimwatch, mapping, key, timeout)
+                await run_sides(agent, child, upstream, opa, sides)
     finally:
         child.stop()
         upstream.stop()
+        opa.stop()
         await delete_topics(prefix, [app_id])
     return report(sides)
+
+
+async def run_sides(
+    agent: Agent, child: Child, upstream: Child, opa: Child, sides: dict[str, Side]
+) -> None:
+    """Warm every side up, then the measured turns, the sides in rotation."""
+    pids = {
+        "gateway": only(children_of(f"{WORK_CONFIG} ")),
+        "governed_gateway": only(children_of(f"{GOVERNED_CONFIG} ")),
+        "worker": pid_of(child),
+        "upstream": pid_of(upstream),
+        "opa": pid_of(opa),
+    }
+    note(f"warming up: {WARM_S:g} s of calls a side")
+    for side in SIDES:
+        await paced(agent.caller(side, -1), WARM_S)
+    for turn in range(TURNS):
+        for side in SIDES:
+            note(f"turn {turn + 1}/{TURNS}: {side}, {RATE} calls/s for {TURN_S:g} s")
+            await timed_turn(sides[side], pids, agent.caller(side, turn))
+    child.check()
 
 
 async def timed_turn(
@@ -304,12 +325,6 @@ async def timed_turn(
     side.ms.extend(ms for ms, _ in calls)
     side.carried.update(what for _, what in calls)
     side.turns.append(spread([ms for ms, _ in calls]))
-
-
-def only(pids: list[int]) -> int:
-    if len(pids) != 1:
-        raise RuntimeError(f"expected one gateway process, found {pids}")
-    return pids[0]
 
 
 def report(sides: dict[str, Side]) -> dict[str, Any]:
@@ -349,6 +364,9 @@ def report(sides: dict[str, Side]) -> dict[str, Any]:
             for side in SIDES
         },
         "gateway_minus_direct": added,
+        # the governance stage alone: the same mapped tool with and without it
+        "governed_minus_gateway": minus("governed", "gateway"),
+        "governed_minus_direct": minus("governed", "direct"),
         "passthrough_minus_direct": minus("passthrough", "direct"),
         # the arbitration alone: the mapped tool through the gateway vs the proxy hop alone
         "gateway_minus_passthrough": minus("gateway", "passthrough"),
