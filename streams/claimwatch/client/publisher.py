@@ -14,7 +14,7 @@ from claimwatch.policy.signing_keys import key_problem
 from claimwatch.wire import kafka
 from claimwatch.wire.codec import MAX_CLAIM_BYTES
 from claimwatch.wire.kafka import env_bootstrap, env_prefix
-from claimwatch.wire.topics import TopicNames, require_topics
+from claimwatch.wire.topics import TopicNames, start_for
 
 
 class InvalidClaim(ValueError):
@@ -108,12 +108,7 @@ class Publisher:
 
         `BrokerUnavailable` at once when no broker answers at the bootstrap address.
         """
-        try:
-            await require_topics(self.bootstrap, self.names.prefix, [self.names.claims])
-        except BaseException:
-            await self._producer.stop()  # made but never started: closed all the same
-            raise
-        await self._producer.start()
+        await start_for(self._producer, self.bootstrap, self.names.prefix, [self.names.claims])
         return self
 
     async def __aexit__(self, *exc: object) -> None:

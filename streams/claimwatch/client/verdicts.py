@@ -17,7 +17,7 @@ import orjson
 from claimwatch.models.verdict import VerdictSignal
 from claimwatch.wire import kafka
 from claimwatch.wire.kafka import env_bootstrap, env_prefix
-from claimwatch.wire.topics import TopicNames, require_topics
+from claimwatch.wire.topics import TopicNames, start_for
 
 
 def encoded(signal: VerdictSignal) -> tuple[bytes, bytes]:
@@ -40,12 +40,7 @@ class VerdictPublisher:
 
         `BrokerUnavailable` at once when no broker answers at the bootstrap address.
         """
-        try:
-            await require_topics(self.bootstrap, self.names.prefix, [self.names.verdicts])
-        except BaseException:
-            await self._producer.stop()  # made but never started: closed all the same
-            raise
-        await self._producer.start()
+        await start_for(self._producer, self.bootstrap, self.names.prefix, [self.names.verdicts])
         return self
 
     async def __aexit__(self, *exc: object) -> None:

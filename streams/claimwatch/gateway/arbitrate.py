@@ -17,7 +17,6 @@ kept in a bounded outbox and sent by a background task once the broker answers a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -34,7 +33,7 @@ from claimwatch.core.claim import fact_key
 from claimwatch.gateway.annotate import annotated
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.notes import ClaimState, decided_note, unarbitrated_note
-from claimwatch.gateway.outbox import Outbox, Pending, drain
+from claimwatch.gateway.outbox import Outbox, Pending, drain, stop_draining
 from claimwatch.gateway.tools_config import GatewayToolMapping, parse_tools, signing_keys
 
 log = logging.getLogger(__name__)
@@ -99,11 +98,8 @@ class Arbitrator:
 
     async def aclose(self) -> None:
         """Stop sending the outbox (what is left is logged) and close the client."""
-        if self._drainer is not None:
-            self._drainer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._drainer
-            self._drainer = None
+        await stop_draining(self._drainer)
+        self._drainer = None
         if len(self.outbox):
             log.error("claimwatch gateway: %d claim(s) never sent (no broker)", len(self.outbox))
         if self._client is not None:

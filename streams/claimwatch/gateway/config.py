@@ -37,6 +37,15 @@ SERVER_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _DOCS: Final = "see docs/gateway.md"
 
 
+def http_url(url: str | None, example: str) -> str | None:
+    """`url` when it is None or an http(s) URL with a host; else a ValueError showing `example`."""
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{url!r} is no http(s) URL: write e.g. {example}")
+    return url
+
+
 class Upstream(BaseModel):
     """One upstream MCP server: a stdio command, or a streamable-HTTP URL."""
 
@@ -61,11 +70,7 @@ class Upstream(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        if url is not None:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{url!r} is no http(s) URL: write e.g. http://127.0.0.1:8765/mcp")
-        return url
+        return http_url(url, "http://127.0.0.1:8765/mcp")
 
     @model_validator(mode="after")
     def _one_transport(self) -> Upstream:

@@ -33,6 +33,7 @@ from claimwatch.gateway.document_shapes import (
     publish_answer,
     unavailable_answer,
 )
+from claimwatch.gateway.own_tools import ArgumentError, refuse_unknown
 from claimwatch.gateway.routing import OwnTool
 from claimwatch.gateway.upstream import describe
 from claimwatch.models.durations import US_PER_S, Duration
@@ -93,10 +94,6 @@ APPEND_SCHEMA: Final = {
     "required": ["path", "body"],
     "additionalProperties": False,
 }
-
-
-class ArgumentError(ValueError):
-    """A document tool called with arguments its schema does not allow."""
 
 
 class DocumentsSection(BaseModel):
@@ -217,9 +214,7 @@ async def _answered(
 ) -> CallToolResult:
     """The tool's answer as a result: bad arguments and an unavailable store as error results."""
     try:
-        unknown = sorted(set(arguments) - set(allowed))
-        if unknown:
-            raise ArgumentError(f"unknown argument(s): {', '.join(unknown)}")
+        refuse_unknown(arguments, allowed)
         structured, is_error, text = await tool(arguments)
     except ArgumentError as exc:
         reason = f"invalid arguments: {exc}"

@@ -11,6 +11,7 @@ counts as a duplicate and does not weigh twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -94,3 +95,11 @@ async def drain(
         outbox.done()
     if failures:
         log.warning("claimwatch gateway: the broker answers again; the outbox is sent")
+
+
+async def stop_draining(drainer: asyncio.Task[None] | None) -> None:
+    """Cancel a task running `drain` (if any) and wait until it has stopped."""
+    if drainer is not None:
+        drainer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await drainer

@@ -160,6 +160,13 @@ async def _call_fact(
     return await _answered(run, ("subject", "field"), arguments)
 
 
+def refuse_unknown(arguments: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """ArgumentError naming the arguments a tool does not take."""
+    unknown = sorted(set(arguments) - set(allowed))
+    if unknown:
+        raise ArgumentError(f"unknown argument(s): {', '.join(unknown)}")
+
+
 async def _answered(
     run: Callable[[], Awaitable[tuple[dict[str, Any], str]]],
     allowed: tuple[str, ...],
@@ -167,9 +174,7 @@ async def _answered(
 ) -> CallToolResult:
     """The tool's answer as a result; its failure as an error result saying what to do."""
     try:
-        unknown = sorted(set(arguments) - set(allowed))
-        if unknown:
-            raise ArgumentError(f"unknown argument(s): {', '.join(unknown)}")
+        refuse_unknown(arguments, allowed)
         answer, text = await run()
     except ArgumentError as exc:
         return _error(f"invalid arguments: {exc}")

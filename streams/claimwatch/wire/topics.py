@@ -37,6 +37,7 @@ __all__ = [
     "misplaced",
     "partition_for",
     "require_topics",
+    "start_for",
 ]
 
 
@@ -58,6 +59,20 @@ def broker_unavailable(bootstrap: str | None) -> BrokerUnavailable:
         f"no Kafka broker answered at {where}. Start one (`make kafka-up` in a "
         "clone), or give the address of the running one (--bootstrap, CLAIMWATCH_BOOTSTRAP)"
     )
+
+
+async def start_for(producer: Any, bootstrap: str | None, prefix: str, topics: list[str]) -> None:
+    """Start `producer` once `require_topics` has found every one of `topics`.
+
+    A producer made but not started is stopped all the same when they are missing (or the
+    broker does not answer), so that a client refused at its start leaves nothing open.
+    """
+    try:
+        await require_topics(bootstrap, prefix, topics)
+    except BaseException:
+        await producer.stop()
+        raise
+    await producer.start()
 
 
 async def require_topics(bootstrap: str | None, prefix: str, topics: list[str]) -> None:

@@ -25,12 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from claimwatch.core.argue.request import VerdictConfig, VerdictLimits
-from claimwatch.gateway.config import ConfigSource
+from claimwatch.gateway.config import ConfigSource, http_url
 from claimwatch.gateway.governance.checks import Phase
 from claimwatch.gateway.governance.decide import OnUndecided
 from claimwatch.gateway.tools_config import GOVERNANCE_KEY
@@ -59,11 +58,7 @@ class OpaSection(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        if url is not None:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{url!r} is no http(s) URL: write e.g. {DEFAULT_OPA_URL}")
-        return url
+        return http_url(url, DEFAULT_OPA_URL)
 
 
 class GovernanceFile(BaseModel):

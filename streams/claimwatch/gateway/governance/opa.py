@@ -13,12 +13,11 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from claimwatch.gateway.config import ConfigSource
+from claimwatch.gateway.config import ConfigSource, http_url
 from claimwatch.gateway.governance.checks import Argument, CallView, CheckEnv, CheckFailed
 from claimwatch.gateway.governance.targets import Mask, PatternMask
 from claimwatch.gateway.upstream import describe
@@ -160,11 +159,7 @@ class OpaCheckConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        if url is not None:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{url!r} is no http(s) URL: write e.g. http://127.0.0.1:8181")
-        return url
+        return http_url(url, "http://127.0.0.1:8181")
 
 
 class OpaCheck:

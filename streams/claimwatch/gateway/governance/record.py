@@ -12,13 +12,12 @@ request; the note and the log are its only record).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 from claimwatch.client.verdicts import VerdictPublisher, encoded
-from claimwatch.gateway.outbox import Outbox, Pending, drain
+from claimwatch.gateway.outbox import Outbox, Pending, drain, stop_draining
 from claimwatch.models.verdict import VerdictSignal
 
 log = logging.getLogger(__name__)
@@ -72,11 +71,8 @@ class VerdictRecorder:
 
     async def aclose(self) -> None:
         """Stop sending the outbox (what is left is logged) and close the publisher."""
-        if self._drainer is not None:
-            self._drainer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._drainer
-            self._drainer = None
+        await stop_draining(self._drainer)
+        self._drainer = None
         if len(self.outbox):
             log.error(
                 "claimwatch gateway: %d verdict signal(s) never sent (no broker)", len(self.outbox)
