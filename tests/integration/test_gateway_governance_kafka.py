@@ -25,6 +25,7 @@ import pytest
 from claimwatch.wire.topics import TopicNames
 from mcp.types import CallToolResult
 
+from tests.support.cli import CLAIMWATCH
 from tests.support.gateway import agent, free_port, text_of, wire
 from tests.support.governance import (
     EXAMPLE_POLICY,
@@ -33,6 +34,7 @@ from tests.support.governance import (
     recorded_verdict,
 )
 from tests.support.kafka import WorkerProcess, Workers, read_topic, wait_for_ticks
+from tests.support.mcp_clients import inspector_cli
 
 pytest_plugins = ["tests.support.kafka"]
 pytestmark = [pytest.mark.kafka]
@@ -288,3 +290,38 @@ async def test_unscannable_content_is_blocked(
     assert "/content/0" in next(c["error"] for c in found["checks"] if c["name"] == "pii")
     signals = await read_topic(worker.bootstrap, TopicNames(worker.prefix).verdicts, idle=1.0)
     assert [] == [r for r in signals if r.key == found["request_id"].encode()]
+
+
+def test_a_client_nobody_here_wrote_gets_the_masked_result_and_the_denial(
+    worker: WorkerProcess, opa_url: str, tmp_path: Path
+) -> None:
+    """The MCP Inspector's CLI through the governed gateway: masked, then denied (exit 5)."""
+    config = gateway_file(tmp_path, worker, opa_url)
+    server = [str(CLAIMWATCH), "gateway", "--config", str(config)]
+    masked = inspector_cli(
+        server,
+        "tools/call",
+        "--tool-name",
+        "fetch_page",
+        "--tool-arg",
+        "url=https://mail.example.net/contact",
+        tmp_home=tmp_path,
+    ).result["result"]
+    denied_run = inspector_cli(
+        server,
+        "tools/call",
+        "--tool-name",
+        "send_email",
+        "--tool-arg",
+        "to=ops@example.org",
+        "--tool-arg",
+        "body=SSN 123-45-6789",
+        tmp_home=tmp_path,
+    )
+    texts = [b["text"] for b in masked["content"] if "text" == b["type"]]
+    assert (False, "Write to [EMAIL] or [EMAIL].") == (masked["isError"], texts[0])
+    assert "masked" == masked["structuredContent"]["claimwatch"]["governance"]["result"]["applied"]
+    denied = denied_run.result["result"]
+    assert (5, True) == (denied_run.returncode, denied["isError"])
+    note_ = denied["structuredContent"]["claimwatch"]["governance"]["arguments"]
+    assert ("deny", "denied") == (note_["decision"], note_["applied"])

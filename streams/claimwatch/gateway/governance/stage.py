@@ -150,9 +150,8 @@ class Governance:
             notes["result"] = decided.note("result", [])
             return Checked(refused(tool, notes, "result"), passed=False)
         if decided.applied == "masked":
-            result, spans = masked_result(result, decided.mask)
-            original = view.result
-            assert original is not None
+            original = result
+            result, spans = masked_result(original, decided.mask)
             by = _attributed(spans, decided, lambda m: masked_result(original, m)[1])
             notes["result"] = decided.note("result", by)
         else:
