@@ -25,7 +25,7 @@ import pytest
 from claimwatch.wire.topics import TopicNames
 from mcp.types import CallToolResult
 
-from tests.support.cli import CLAIMWATCH
+from tests.support.cli import CLAIMWATCH, run_cli
 from tests.support.gateway import agent, free_port, text_of, wire
 from tests.support.governance import (
     EXAMPLE_POLICY,
@@ -325,3 +325,30 @@ def test_a_client_nobody_here_wrote_gets_the_masked_result_and_the_denial(
     assert (5, True) == (denied_run.returncode, denied["isError"])
     note_ = denied["structuredContent"]["claimwatch"]["governance"]["arguments"]
     assert ("deny", "denied") == (note_["decision"], note_["applied"])
+
+
+async def test_the_gateways_verdict_is_explained_and_replayed(
+    worker: WorkerProcess, opa_url: str, tmp_path: Path
+) -> None:
+    """`claimwatch explain vrd_...` and `replay --verdicts` read what the gateway decided."""
+    config = gateway_file(tmp_path, worker, opa_url)
+    found = note(await call(config, "read_record", RESEARCH))
+    await assert_recorded(worker, found)
+    where = ("--bootstrap", worker.bootstrap, "--topic-prefix", worker.prefix)
+    shown = await asyncio.to_thread(run_cli, "explain", found["decision_id"], *where)
+    assert 0 == shown.returncode, shown.stderr.decode()
+    assert f"verdict {found['decision_id']} on {found['request_id']}" in shown.stdout.decode()
+    assert "opa_research undercuts opa_pii" in shown.stdout.decode()
+    out = tmp_path / "verdicts.jsonl"
+    replayed = await asyncio.to_thread(
+        run_cli, "replay", "--verdicts", "--from-beginning", "--policy", str(EXAMPLE_POLICY),
+        "--out", str(out), *where,
+    )  # fmt: skip
+    assert 0 == replayed.returncode, replayed.stderr.decode()
+    by_request = {r["request_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    again = by_request[found["request_id"]]
+    assert (found["decision_id"], found["decision"], found["accepted"]) == (
+        again["decision_id"],
+        again["decision"],
+        again["accepted"],
+    )
