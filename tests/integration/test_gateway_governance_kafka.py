@@ -27,11 +27,11 @@ from mcp.types import CallToolResult
 
 from tests.support.gateway import agent, free_port, text_of, wire
 from tests.support.governance import (
-    EXAMPLE_POLICY,
     governed_gateway,
     publish_trust,
     recorded_verdict,
 )
+from tests.support.governance_examples import GOVERNANCE_POLICY
 from tests.support.kafka import WorkerProcess, Workers, read_topic, wait_for_ticks
 
 pytest_plugins = ["tests.support.kafka"]
@@ -50,7 +50,7 @@ def worker(
     workers = Workers(kafka_bootstrap, tmp_path_factory.mktemp("governance"), started)
 
     async def up() -> WorkerProcess:
-        launched = await workers.launch(EXAMPLE_POLICY)
+        launched = await workers.launch(GOVERNANCE_POLICY)
         await wait_for_ticks(launched.bootstrap, launched.prefix)
         await publish_trust(
             launched.bootstrap,
