@@ -28,11 +28,11 @@ from mcp.types import CallToolResult
 from tests.support.cli import CLAIMWATCH, run_cli
 from tests.support.gateway import agent, free_port, text_of, wire
 from tests.support.governance import (
-    EXAMPLE_POLICY,
     governed_gateway,
     publish_trust,
     recorded_verdict,
 )
+from tests.support.governance_examples import GOVERNANCE_POLICY
 from tests.support.kafka import WorkerProcess, Workers, read_topic, wait_for_ticks
 from tests.support.mcp_clients import inspector_cli
 
@@ -52,7 +52,7 @@ def worker(
     workers = Workers(kafka_bootstrap, tmp_path_factory.mktemp("governance"), started)
 
     async def up() -> WorkerProcess:
-        launched = await workers.launch(EXAMPLE_POLICY)
+        launched = await workers.launch(GOVERNANCE_POLICY)
         await wait_for_ticks(launched.bootstrap, launched.prefix)
         await publish_trust(
             launched.bootstrap,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -14,7 +14,7 @@ from claimwatch.core.policy import CompiledPolicy
 from claimwatch.core.timeutil import parse_rfc3339
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.governance.checks import Argument, CallView, CheckEnv
-from claimwatch.gateway.governance.targets import argument_targets, result_targets
+from claimwatch.gateway.governance.targets import Mask, argument_targets, result_targets
 from claimwatch.policy.loading import parse_policy
 from mcp.types import CallToolResult, TextContent
 
@@ -110,23 +110,39 @@ def trust_decisions(
     return {r["subject"]: r for r in resolve_batch(batch, policy, parse_rfc3339(now))}
 
 
+def arg(
+    kind: str, decision: str, strength: float, claim: str = "", mask: Mask | None = None
+) -> Argument:
+    """An argument as a check gives it (claim defaults to its kind)."""
+    return Argument(kind, claim or kind, strength, decision, mask or Mask())  # type: ignore[arg-type]
+
+
+#: What a fake check argues unless told otherwise.
 CLEAR = Argument("pii_clear", "nothing", 0.3, "allow")
 
 
 @dataclass
 class FakeCheck:
-    """A check that answers after `delay_s` with its argument, or raises `error`."""
+    """A check that argues `argument` (or raises `error`) after `delay_s` seconds.
+
+    It keeps the calls it was asked about; two fakes are equal when they are configured
+    alike.
+    """
 
     name: str
+    argument: Argument = CLEAR
     delay_s: float = 0.0
-    error: Exception | None = None
+    error: BaseException | None = None
     timeout_s: float = 1.0
+    calls: list[CallView] = field(default_factory=list, compare=False)
 
     async def argue(self, call: CallView) -> Argument:
-        await asyncio.sleep(self.delay_s)
+        self.calls.append(call)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if self.error is not None:
             raise self.error
-        return CLEAR
+        return self.argument
 
     async def aclose(self) -> None:
         return None

@@ -1,7 +1,7 @@
 """`explain_verdict`: each kind of verdict rendered from the record alone.
 
 The records are the core's own (`VerdictRunner`, the worker's pure step) for the example
-requests of the governance design under its policy (`tests.support.verdicts`).
+requests of the governance design under its policy (`tests.support.governance_examples`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from claimwatch.audit.explain_verdict import explain_verdict, is_verdict
 from claimwatch.core.argue.request import VerdictConfig
 from claimwatch.core.argue.verdicts import VerdictRunner
 from claimwatch.models.verdict import VerdictSignal
-from claimwatch.policy.loading import parse_policy
+from claimwatch.policy.loading import load_policy
 
 from tests.support.cli import run_cli
-from tests.support.verdicts import governance_policy, scenario_signals
+from tests.support.governance_examples import GOVERNANCE_POLICY, gateway_signals
 
 AT_US = 1_800_000_000_000_000
-CONFIG = VerdictConfig.from_policy(parse_policy(governance_policy()))
+CONFIG = VerdictConfig.from_policy(load_policy(GOVERNANCE_POLICY).policy)
 TIE = (
     "Tie: the accepted arguments disagreed; the most restrictive decision won "
     "(deny > modify > allow)."
@@ -29,13 +29,14 @@ TIE = (
 MODIFY = "proceed with the masking the accepted arguments name"
 ESCALATE = "escalate: a person decides; nothing proceeds meanwhile"
 E_MAILS = "2 PII items (email ×2) — masking required"
+TRUSTED = "domain:example.org trust is trusted (decision vrd_9c1e, from security-team)"
 
 
 def decided(name: str) -> dict[str, Any]:
     """The record the worker's step makes of one example request (past its timeout)."""
     runner = VerdictRunner(CONFIG)
     out: list[dict[str, Any]] = []
-    for signal in scenario_signals(name, f"gw-{name}-result", AT_US):
+    for signal in gateway_signals(name, f"gw-{name}-result", AT_US):
         out += runner.on_signal(VerdictSignal.model_validate(signal))
     out += runner.on_clock(AT_US + CONFIG.timeout_us + 1)
     assert 1 == len(out), out
@@ -58,8 +59,7 @@ CASES = [
             "Arguments:",
             "  opa_pii (baseline_allow, allow, 0.3): accepted — no rule of the PII pack applies",
             f"  pii (pii_detected, modify, 0.6): defeated — {E_MAILS}",
-            "  trust_domain (trusted_domain, allow, 0.8): accepted — domain:example.org trust "
-            "is trusted",
+            f"  trust_domain (trusted_domain, allow, 0.8): accepted — {TRUSTED}",
             "Attacks: pii undercuts opa_pii; trust_domain undermines pii.",
             "Reason: grounded extension {opa_pii, trust_domain}: every accepted argument says "
             "allow.",
@@ -72,8 +72,8 @@ CASES = [
             "Arguments:",
             "  opa_pii (baseline_allow, allow, 0.3): defeated — no rule of the PII pack applies",
             f"  pii (pii_detected, modify, 0.6): accepted — {E_MAILS}",
-            "  trust_domain (trust_unknown, allow, 0): accepted — domain:mail.example.net: "
-            "no decision",
+            "  trust_domain (trust_unknown, allow, 0): accepted — domain:mail.example.net "
+            "trust: resolved untrusted, not mapped",
             "Attacks: pii undercuts opa_pii.",
             "Reason: grounded extension {pii, trust_domain}: accepted arguments disagree "
             "(modify: pii; allow: trust_domain); the most restrictive decision wins "
@@ -86,9 +86,10 @@ CASES = [
         [
             head("marketing", "record_read", "deny — block the call"),
             "Arguments:",
-            "  opa_pii (phi_detected, deny, 0.9): accepted — a medical record number with a "
-            "diagnosis",
-            "  opa_research (baseline_allow, allow, 0.3): defeated — no rule of the research pack",
+            "  opa_pii (phi_detected, deny, 0.9): accepted — a medical record number together "
+            "with a diagnosis code (PHI)",
+            "  opa_research (baseline_allow, allow, 0.3): defeated — no rule of the research "
+            "pack applies",
             "  pii (pii_detected, modify, 0.6): accepted — 1 PII item (email ×1) — masking "
             "required",
             "Attacks: opa_pii undercuts opa_research; pii undercuts opa_research.",
@@ -103,9 +104,10 @@ CASES = [
             head("export_research", "statement_export", f"undecided — {ESCALATE}"),
             "Arguments:",
             "  opa_financial (financial_restricted, deny, 0.8): undecided (neither accepted nor "
-            "defeated) — for audits only",
+            "defeated) — account statements leave the finance domain for audits only, not for "
+            "research",
             "  opa_research (research_authorized, allow, 0.7): undecided (neither accepted nor "
-            "defeated) — irb.example.edu: research",
+            "defeated) — irb.example.edu is an authorized research requester, purpose research",
             "Attacks: opa_financial rebuts opa_research; opa_research rebuts opa_financial.",
             "Reason: grounded extension {}: no argument survives its attackers; escalate.",
         ],
@@ -116,8 +118,7 @@ CASES = [
             head("opa_down", "web_content", f"undecided — {ESCALATE}"),
             "Arguments:",
             f"  pii (pii_detected, modify, 0.6): defeated — {E_MAILS}",
-            "  trust_domain (trusted_domain, allow, 0.8): accepted — domain:example.org trust "
-            "is trusted",
+            f"  trust_domain (trusted_domain, allow, 0.8): accepted — {TRUSTED}",
             "Attacks: trust_domain undermines pii.",
             "Reason: timed out after 2s without check(s) opa_pii; undecided, escalate (the "
             "arrived checks alone: grounded extension {trust_domain}: every accepted argument "

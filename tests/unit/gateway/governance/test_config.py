@@ -18,7 +18,10 @@ from claimwatch.gateway.governance.config import (
 from claimwatch.gateway.governance.stage import build_gate
 from claimwatch.policy.source import PolicyError
 
-from tests.support.governance import POLICY, write_policy
+from tests.support.governance_examples import GOVERNANCE_POLICY
+from tests.support.kafka import write_policy
+
+POLICY = GOVERNANCE_POLICY.read_text(encoding="utf-8")
 
 GATEWAY = """\
 servers:
@@ -219,7 +222,7 @@ def test_a_check_that_cannot_be_built_is_refused_at_start(
     tmp_path: Path, text: str, expected: str
 ) -> None:
     """The checks are built at start-up (by their kinds), so their errors stop it too."""
-    write_policy(tmp_path)
+    write_policy(tmp_path, POLICY)
     config = parse_config(text, str(tmp_path / "gateway.yaml"))
     with pytest.raises(PolicyError) as raised:
         build_gate(config.governance_raw, config.tools_raw, config.source, config.settings)

@@ -17,27 +17,23 @@ from claimwatch.gateway.governance.decide import (
 from claimwatch.gateway.governance.targets import Mask, PatternMask, Span
 from claimwatch.policy.loading import load_policy
 
-from tests.support.governance import ROWS, Row, arg, write_policy
+from tests.support.checks import arg
+from tests.support.governance_examples import EXAMPLES, GOVERNANCE_POLICY, outcomes
 
 AT_US = 1_796_000_000_000_000  # 2026-11-29
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> VerdictConfig:
-    path = write_policy(tmp_path_factory.mktemp("policy"))
-    return VerdictConfig.from_policy(load_policy(path).policy)
+def config() -> VerdictConfig:
+    return VerdictConfig.from_policy(load_policy(GOVERNANCE_POLICY).policy)
 
 
-def outcomes_of(row: Row) -> list[Outcome]:
-    return [Outcome(name, a, None, 1.0) for name, a in sorted(row.arguments.items())]
-
-
-def worker_record(config: VerdictConfig, row: Row, request_id: str) -> dict[str, Any]:
-    """What the worker's pure step writes for the row's signals (past the timeout if need be)."""
+def worker_record(config: VerdictConfig, name: str, request_id: str) -> dict[str, Any]:
+    """What the worker's pure step writes for the example's signals (past the timeout too)."""
     signals = signals_of(
-        outcomes_of(row),
+        outcomes(name),
         request_id=request_id,
-        request_type=row.request_type,
+        request_type=EXAMPLES[name].request_type,
         tool="t",
         phase="result",
         at_us=AT_US,
@@ -55,11 +51,12 @@ def without_time(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != "decided_at"}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
-def test_local_verdict_equals_the_worker_step(config: VerdictConfig, row: Row) -> None:
-    request_id = f"gw-{row.name}-result"
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_local_verdict_equals_the_worker_step(config: VerdictConfig, name: str) -> None:
+    row = EXAMPLES[name]
+    request_id = f"gw-{name}-result"
     signals = signals_of(
-        outcomes_of(row),
+        outcomes(name),
         request_id=request_id,
         request_type=row.request_type,
         tool="t",
@@ -67,15 +64,20 @@ def test_local_verdict_equals_the_worker_step(config: VerdictConfig, row: Row) -
         at_us=AT_US,
     )
     local = local_verdict(config, request_id, row.request_type, signals, AT_US)
-    worker = worker_record(config, row, request_id)
+    worker = worker_record(config, name, request_id)
     assert without_time(worker) == without_time(local)
-    assert (row.decision, list(row.accepted)) == (local["decision"], local["accepted"])
+    assert (row.decision, row.accepted, row.reason, row.missing) == (
+        local["decision"],
+        local["accepted"],
+        local["reason"],
+        local["missing_checks"],
+    )
 
 
 def test_the_missing_check_is_timed_out_and_named(config: VerdictConfig) -> None:
-    row = next(r for r in ROWS if r.name == "opa_down")
+    row = EXAMPLES["opa_down"]
     signals = signals_of(
-        outcomes_of(row),
+        outcomes("opa_down"),
         request_id="gw-x-result",
         request_type=row.request_type,
         tool="t",

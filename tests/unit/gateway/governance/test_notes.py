@@ -13,7 +13,7 @@ from claimwatch.gateway.governance.targets import Span
 from claimwatch.policy.loading import load_policy
 from mcp.types import CallToolResult, TextContent
 
-from tests.support.governance import ROWS, write_policy
+from tests.support.governance_examples import EXAMPLES, GOVERNANCE_POLICY, outcomes
 
 AT_US = 1_796_000_000_000_000
 DOWN = "OPA at http://127.0.0.1:9 is unreachable"
@@ -21,24 +21,24 @@ EMAIL = Span("/content/0/text", 9, 26, "EMAIL")
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> VerdictConfig:
-    return VerdictConfig.from_policy(load_policy(write_policy(tmp_path_factory.mktemp("p"))).policy)
+def config() -> VerdictConfig:
+    return VerdictConfig.from_policy(load_policy(GOVERNANCE_POLICY).policy)
 
 
 def decided(config: VerdictConfig, name: str) -> tuple[dict[str, Any], list[Outcome]]:
-    row = next(r for r in ROWS if r.name == name)
-    outcomes = [Outcome(n, a, None, 1.04) for n, a in sorted(row.arguments.items())]
+    row = EXAMPLES[name]
+    outcome = outcomes(name, 1.04)
     if name == "opa_down":
-        outcomes.insert(0, Outcome("opa_pii", None, DOWN, 3.0))
+        outcome.insert(0, Outcome("opa_pii", None, DOWN, 3.0))
     signals = signals_of(
-        outcomes,
+        outcome,
         request_id="gw-1-result",
         request_type=row.request_type,
         tool="t",
         phase="result",
         at_us=AT_US,
     )
-    return local_verdict(config, "gw-1-result", row.request_type, signals, AT_US), outcomes
+    return local_verdict(config, "gw-1-result", row.request_type, signals, AT_US), outcome
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,8 @@ def decided(config: VerdictConfig, name: str) -> tuple[dict[str, Any], list[Outc
             "marketing",
             "denied",
             "claimwatch governance denied fetch_page (result): opa_pii says "
-            "deny (phi_detected: phi_detected) and no accepted argument defeats it; verdict {id}",
+            "deny (phi_detected: a medical record number together with a diagnosis code (PHI)) "
+            "and no accepted argument defeats it; verdict {id}",
         ),
         (
             "export_research",

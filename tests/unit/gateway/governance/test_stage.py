@@ -1,7 +1,7 @@
 """The governance stage in process: fake checks, a fake broker, the `alpha` upstream over stdio.
 
 The gateway is the real `Gateway` with the real `Governance` gate; the agent is the SDK's
-client on the gateway's server object. The checks are fakes (tests/support/governance.py),
+client on the gateway's server object. The checks are fakes (tests/support/checks.py),
 so the stage's own behaviour is what is tested: which checks run, how a failure, a slow
 check or a raising gate ends (never a silent allow), what is forwarded and returned, and
 what is recorded.
@@ -29,8 +29,8 @@ from claimwatch.wire.topics import BrokerUnavailable
 from mcp import Client
 from mcp.types import CallToolResult
 
+from tests.support.checks import FakeCheck, arg
 from tests.support.gateway import text_of, upstream_command
-from tests.support.governance import FakeCheck, arg
 from tests.support.paths import REPO
 
 ALPHA = Upstream(command=upstream_command("alpha"), cwd=str(REPO), timeout=20_000_000)
@@ -169,7 +169,7 @@ async def test_a_raising_check_denies_and_logs(caplog: pytest.LogCaptureFixture)
 
 
 async def test_a_slow_check_is_cut_at_its_timeout() -> None:
-    slow = FakeCheck("b", ALLOW, delay=30.0, timeout_s=0.2)
+    slow = FakeCheck("b", ALLOW, delay_s=30.0, timeout_s=0.2)
     started = time.monotonic()
     result, _ = await call(governance([FakeCheck("a", ALLOW), slow]))
     assert time.monotonic() - started < 10.0  # the upstream's start-up included
@@ -179,7 +179,7 @@ async def test_a_slow_check_is_cut_at_its_timeout() -> None:
 
 
 async def test_the_budget_bounds_all_checks() -> None:
-    checks = [FakeCheck(n, ALLOW, delay=30.0, timeout_s=20.0) for n in ("a", "b")]
+    checks = [FakeCheck(n, ALLOW, delay_s=30.0, timeout_s=20.0) for n in ("a", "b")]
     result, _ = await call(governance(checks, timeout_s=0.3))
     found = note(result)
     assert ["no answer within 300 ms"] * 2 == [c["error"] for c in found["checks"]]
