@@ -33,7 +33,7 @@ from tests.support.governance import (
     recorded_verdict,
 )
 from tests.support.governance_examples import GOVERNANCE_POLICY
-from tests.support.kafka import WorkerProcess, Workers, read_topic, wait_for_ticks
+from tests.support.kafka import TopicReader, WorkerProcess, Workers, wait_for_ticks
 from tests.support.mcp_clients import inspector_cli
 
 pytest_plugins = ["tests.support.kafka"]
@@ -288,7 +288,9 @@ async def test_unscannable_content_is_blocked(
         found["recorded"],
     )
     assert "/content/0" in next(c["error"] for c in found["checks"] if c["name"] == "pii")
-    signals = await read_topic(worker.bootstrap, TopicNames(worker.prefix).verdicts, idle=1.0)
+    # the gateway answers once the broker took its signals: none of them can come later
+    async with TopicReader(worker.bootstrap, TopicNames(worker.prefix).verdicts) as reader:
+        signals = await reader.to_end()  # ticks keep coming: the topic never goes idle
     assert [] == [r for r in signals if r.key == found["request_id"].encode()]
 
 
@@ -341,7 +343,7 @@ async def test_the_gateways_verdict_is_explained_and_replayed(
     assert "opa_research undercuts opa_pii" in shown.stdout.decode()
     out = tmp_path / "verdicts.jsonl"
     replayed = await asyncio.to_thread(
-        run_cli, "replay", "--verdicts", "--from-beginning", "--policy", str(EXAMPLE_POLICY),
+        run_cli, "replay", "--verdicts", "--from-beginning", "--policy", str(GOVERNANCE_POLICY),
         "--out", str(out), *where,
     )  # fmt: skip
     assert 0 == replayed.returncode, replayed.stderr.decode()

@@ -464,6 +464,16 @@ class TopicReader:
                 return False
         return True
 
+    async def to_end(self, timeout: float = 30.0) -> list[Record]:
+        """Read up to the end each partition has now (for a topic that never goes idle)."""
+        ends = await self._consumer.end_offsets(self._partitions)
+        deadline = time.monotonic() + timeout
+        while [tp for tp in self._partitions if await self._consumer.position(tp) < ends[tp]]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.topic}: not read to its end within {timeout:.0f}s")
+            await self.poll(0.2)
+        return self.records
+
     async def drain(self, idle: float = 1.0, timeout: float = 60.0) -> list[Record]:
         """Read until the end of every partition and then `idle` seconds with nothing new."""
         deadline = time.monotonic() + timeout
