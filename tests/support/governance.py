@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import yaml
 from claimwatch.client.facts import FactPages
-from claimwatch.wire.topics import TopicNames
+from claimwatch.wire.topics import BrokerUnavailable, TopicNames
 
 from tests.support.claims import envelope
 from tests.support.gateway import stdio_server
@@ -103,3 +103,22 @@ async def recorded_verdict(
         )
     found: dict[str, Any] = next(r.json() for r in records if r.key == request_id.encode())
     return found
+
+
+class FakePublisher:
+    """The verdict publisher as the recorder sees it: takes every record, or is down."""
+
+    def __init__(self, down: bool = False) -> None:
+        self.down = down
+        self.sent: list[tuple[bytes, bytes]] = []
+
+    async def __aenter__(self) -> FakePublisher:
+        if self.down:
+            raise BrokerUnavailable("no Kafka broker answered at 127.0.0.1:1")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def send_record(self, key: bytes, value: bytes) -> None:
+        self.sent.append((key, value))

@@ -102,10 +102,7 @@ class ToolMapping(BaseModel):
     @field_validator("subject")
     @classmethod
     def _known_filters(cls, subject: str) -> str:
-        problem = subject_problem(subject)
-        if problem is not None:
-            raise ValueError(problem)
-        return subject
+        return checked_subject(subject)
 
 
 class ToolMappings(BaseModel):
@@ -228,6 +225,14 @@ def subject_problem(template: str) -> str | None:
         if bar and name not in FILTERS:
             return f"`{match.group(0)}`: unknown filter `|{name}` (known: {', '.join(FILTERS)})"
     return None
+
+
+def checked_subject(template: str) -> str:
+    """`template` when it can be filled; else a ValueError saying why (for validators)."""
+    problem = subject_problem(template)
+    if problem is not None:
+        raise ValueError(problem)
+    return template
 
 
 def fill_subject(template: str, arguments: Mapping[str, Any], payload: Mapping[str, Any]) -> str:

@@ -26,9 +26,9 @@ from claimwatch.client.facts import (
 )
 from claimwatch.client.mcp_adapter import (
     MappingError,
+    checked_subject,
     fill_subject,
     result_payload,
-    subject_problem,
 )
 from claimwatch.gateway.config import ConfigSource
 from claimwatch.gateway.governance.checks import (
@@ -77,10 +77,7 @@ class TrustConfig(BaseModel):
     @field_validator("subject")
     @classmethod
     def _template(cls, subject: str) -> str:
-        problem = subject_problem(subject)
-        if problem is not None:
-            raise ValueError(problem)
-        return subject
+        return checked_subject(subject)
 
 
 def _short(decision: Mapping[str, Any]) -> str:

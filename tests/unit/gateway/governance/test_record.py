@@ -8,26 +8,8 @@ import orjson
 from claimwatch.gateway.governance.record import VerdictRecorder
 from claimwatch.gateway.outbox import Outbox
 from claimwatch.models.verdict import VerdictSignal
-from claimwatch.wire.topics import BrokerUnavailable
 
-
-class Broker:
-    """The publisher as the recorder sees it; `down` refuses to open."""
-
-    def __init__(self) -> None:
-        self.down = False
-        self.sent: list[tuple[bytes, bytes]] = []
-
-    async def __aenter__(self) -> Broker:
-        if self.down:
-            raise BrokerUnavailable("no Kafka broker answered at 127.0.0.1:1")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    async def send_record(self, key: bytes, value: bytes) -> None:
-        self.sent.append((key, value))
+from tests.support.governance import FakePublisher
 
 
 def signal(check: str, request: str = "gw-1-result") -> VerdictSignal:
@@ -48,7 +30,7 @@ def signal(check: str, request: str = "gw-1-result") -> VerdictSignal:
 
 
 async def test_signals_are_sent_keyed_by_request_with_their_extras() -> None:
-    broker = Broker()
+    broker = FakePublisher()
     recorder = VerdictRecorder(lambda: broker, timeout_s=1.0)  # type: ignore[arg-type,return-value]
     assert "sent" == await recorder.record([signal("a"), signal("b")])
     assert [b"gw-1-result"] * 2 == [k for k, _ in broker.sent]
@@ -60,14 +42,14 @@ async def test_signals_are_sent_keyed_by_request_with_their_extras() -> None:
 
 
 async def test_no_argued_check_records_nothing() -> None:
-    broker = Broker()
+    broker = FakePublisher()
     recorder = VerdictRecorder(lambda: broker, timeout_s=1.0)  # type: ignore[arg-type,return-value]
     assert "none" == await recorder.record([])
     assert [] == broker.sent
 
 
 async def test_a_broker_that_is_away_gets_the_signals_once_it_answers() -> None:
-    broker = Broker()
+    broker = FakePublisher()
     broker.down = True
     recorder = VerdictRecorder(lambda: broker, timeout_s=0.2)  # type: ignore[arg-type,return-value]
     assert "queued" == await recorder.record([signal("a")])
@@ -82,7 +64,7 @@ async def test_a_broker_that_is_away_gets_the_signals_once_it_answers() -> None:
 
 
 async def test_a_full_outbox_drops_the_signals() -> None:
-    broker = Broker()
+    broker = FakePublisher()
     broker.down = True
     recorder = VerdictRecorder(lambda: broker, timeout_s=0.2, outbox=Outbox(1))  # type: ignore[arg-type,return-value]
     assert "dropped" == await recorder.record([signal("a"), signal("b")])

@@ -25,12 +25,12 @@ from claimwatch.gateway.governance.record import VerdictRecorder
 from claimwatch.gateway.governance.stage import Governance
 from claimwatch.gateway.governance.targets import Mask, Span
 from claimwatch.gateway.server import Gateway
-from claimwatch.wire.topics import BrokerUnavailable
 from mcp import Client
 from mcp.types import CallToolResult
 
 from tests.support.checks import FakeCheck, arg
 from tests.support.gateway import text_of, upstream_command
+from tests.support.governance import FakePublisher
 from tests.support.paths import REPO
 
 ALPHA = Upstream(command=upstream_command("alpha"), cwd=str(REPO), timeout=20_000_000)
@@ -60,34 +60,15 @@ class Hook:
         return result
 
 
-class Publisher:
-    """The broker as the recorder sees it: takes every record, or is down."""
-
-    def __init__(self, down: bool = False) -> None:
-        self.down = down
-        self.sent: list[tuple[bytes, bytes]] = []
-
-    async def __aenter__(self) -> Publisher:
-        if self.down:
-            raise BrokerUnavailable("no Kafka broker answered at 127.0.0.1:1")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    async def send_record(self, key: bytes, value: bytes) -> None:
-        self.sent.append((key, value))
-
-
 def governance(
     checks: list[FakeCheck],
     phases: dict[str, dict[Phase, str]] | None = None,
     *,
-    publisher: Publisher | None = None,
+    publisher: FakePublisher | None = None,
     timeout_s: float = 2.0,
     on_undecided: str = "deny",
 ) -> Governance:
-    broker = publisher or Publisher()
+    broker = publisher or FakePublisher()
     return Governance(
         CONFIG,
         phases or {"lookup": {"result": "read"}},
@@ -115,7 +96,7 @@ def check_of(found: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 async def test_allowed_results_pass_with_the_note_and_are_recorded() -> None:
-    broker = Publisher()
+    broker = FakePublisher()
     gate = governance([FakeCheck("a", ALLOW), FakeCheck("b", ALLOW)], publisher=broker)
     result, hook = await call(gate)
     found = note(result)
@@ -273,7 +254,7 @@ async def test_annotate_passes_an_undecided_call_with_the_escalation() -> None:
 
 async def test_broker_down_still_decides_and_queues_the_record() -> None:
     gate = governance(
-        [FakeCheck("a", ALLOW), FakeCheck("b", ALLOW)], publisher=Publisher(down=True)
+        [FakeCheck("a", ALLOW), FakeCheck("b", ALLOW)], publisher=FakePublisher(down=True)
     )
     result, _ = await call(gate)
     found = note(result)
