@@ -264,7 +264,7 @@ async def test_slips_before_every_merged_publish_report_contention(
                 await other.publish(path, edit(BASE, "beta", "by B"), 1)
                 ours = await publish(agent, path, edit(BASE, "alpha", "by A"), 1, "merge")
                 final = await fetch(agent, path)
-            client = documents._client
+            client = documents._client.current
             assert isinstance(client, SlippingDocsClient)
             merged_publishes = client.merged_publishes
             versions = [await other.fetch(path, n) for n in range(1, final["version"] + 1)]

@@ -33,7 +33,8 @@ from claimwatch.core.claim import fact_key
 from claimwatch.gateway.annotate import annotated
 from claimwatch.gateway.config import ConfigSource, GatewaySettings
 from claimwatch.gateway.notes import ClaimState, decided_note, unarbitrated_note
-from claimwatch.gateway.outbox import Outbox, Pending, drain, stop_draining
+from claimwatch.gateway.opened import OpenedOnUse
+from claimwatch.gateway.outbox import Courier, Outbox, Pending
 from claimwatch.gateway.tools_config import GatewayToolMapping, parse_tools, signing_keys
 
 log = logging.getLogger(__name__)
@@ -75,12 +76,20 @@ class Arbitrator:
             raise ValueError(f"decide_timeout must be positive, not {self.settings.decide_timeout}")
         checked_worker_url(self.settings.worker_url)
         self.keys = dict(keys or {})
-        self.outbox = outbox if outbox is not None else Outbox()
-        self._factory = client_factory
         self._clock = clock
-        self._client: Client | None = None
-        self._opening = asyncio.Lock()
-        self._drainer: asyncio.Task[None] | None = None
+        self._client = OpenedOnUse(lambda: client_factory(self.settings))
+        self.courier = Courier(
+            self._send,
+            name="claimwatch-outbox",
+            retry_s=RETRY_S,
+            timeout_s=SEND_TIMEOUT_S,
+            outbox=outbox,
+        )
+
+    @property
+    def outbox(self) -> Outbox:
+        """The claims waiting for the broker."""
+        return self.courier.outbox
 
     @classmethod
     def from_config(
@@ -98,13 +107,8 @@ class Arbitrator:
 
     async def aclose(self) -> None:
         """Stop sending the outbox (what is left is logged) and close the client."""
-        await stop_draining(self._drainer)
-        self._drainer = None
-        if len(self.outbox):
-            log.error("claimwatch gateway: %d claim(s) never sent (no broker)", len(self.outbox))
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.__aexit__(None, None, None)
+        await self.courier.stop("claim(s)")
+        await self._client.close()
 
     async def __call__(
         self, tool: str, arguments: dict[str, Any], result: CallToolResult
@@ -177,29 +181,18 @@ class Arbitrator:
 
     async def _connected(self) -> Client:
         """The one client, opened on first use (and again after an open that failed)."""
-        async with self._opening:
-            if self._client is None:
-                client = self._factory(self.settings)
-                await client.__aenter__()
-                self._client = client
-            return self._client
+        return await self._client.get()
 
     def _queue(self, pending: Pending) -> ClaimState:
         """Keep a claim for the broker and make sure it is being sent; `dropped` when full."""
-        if not self.outbox.put(pending):
+        if not self.courier.keep(pending):
             log.error(
                 "claimwatch gateway: outbox full (%d claims): claim %s dropped",
                 self.outbox.size,
                 pending.claim_id,
             )
             return "dropped"
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain(), name="claimwatch-outbox")
         return "queued"
-
-    async def _drain(self) -> None:
-        """Send the outbox, oldest first, retrying every `RETRY_S` while the broker is away."""
-        await drain(self.outbox, self._send, retry_s=RETRY_S, timeout_s=SEND_TIMEOUT_S)
 
     async def _send(self, pending: Pending) -> None:
         client = await self._connected()

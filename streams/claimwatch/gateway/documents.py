@@ -13,7 +13,6 @@ arguments and an unavailable store are error results saying what to do.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -33,6 +32,7 @@ from claimwatch.gateway.document_shapes import (
     publish_answer,
     unavailable_answer,
 )
+from claimwatch.gateway.opened import OpenedOnUse
 from claimwatch.gateway.own_tools import ArgumentError, refuse_unknown
 from claimwatch.gateway.routing import OwnTool
 from claimwatch.gateway.upstream import describe
@@ -119,9 +119,11 @@ class DocumentTools:
         self.settings = settings
         self.timeout_s = timeout_s
         self.web_url = checked_worker_url(settings.worker_url)
-        self._factory = client_factory
-        self._client: DocsClient | None = None
-        self._opening = asyncio.Lock()
+        self._client = OpenedOnUse(
+            lambda: client_factory(
+                settings.bootstrap, settings.topic_prefix, self.web_url, timeout=timeout_s
+            )
+        )
 
     def tools(self) -> Sequence[OwnTool]:
         """`mark_fetch`, `mark_publish`, `mark_append` as the gateway lists and routes them."""
@@ -177,24 +179,11 @@ class DocumentTools:
 
     async def _connected(self) -> DocsClient:
         """The one client, opened on first use (and again after an open that failed)."""
-        async with self._opening:
-            if self._client is None:
-                client = self._factory(
-                    self.settings.bootstrap,
-                    self.settings.topic_prefix,
-                    self.web_url,
-                    timeout=self.timeout_s,
-                )
-                await client.__aenter__()  # raises: not kept, the next call opens again
-                self._client = client
-            return self._client
+        return await self._client.get()
 
     async def aclose(self) -> None:
         """Close the client, when one was opened."""
-        async with self._opening:
-            client, self._client = self._client, None
-        if client is not None:
-            await client.__aexit__(None, None, None)
+        await self._client.close()
 
     def _answering(
         self,

@@ -97,9 +97,43 @@ async def drain(
         log.warning("claimwatch gateway: the broker answers again; the outbox is sent")
 
 
-async def stop_draining(drainer: asyncio.Task[None] | None) -> None:
-    """Cancel a task running `drain` (if any) and wait until it has stopped."""
-    if drainer is not None:
-        drainer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await drainer
+class Courier:
+    """An outbox and the task that sends it while the broker is away.
+
+    `keep` queues a record and makes sure a task drains the outbox (oldest first, every
+    `retry_s` until the broker takes it); `stop` ends that task and logs what is left.
+    """
+
+    def __init__(
+        self,
+        send: Callable[[Pending], Awaitable[None]],
+        *,
+        name: str,
+        retry_s: float,
+        timeout_s: float,
+        outbox: Outbox | None = None,
+    ) -> None:
+        self.outbox = outbox if outbox is not None else Outbox()
+        self._send, self._name = send, name
+        self._retry_s, self._timeout_s = retry_s, timeout_s
+        self._drainer: asyncio.Task[None] | None = None
+
+    def keep(self, pending: Pending) -> bool:
+        """Queue `pending` to be sent; False when the outbox is full (it is dropped)."""
+        kept = self.outbox.put(pending)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(
+                drain(self.outbox, self._send, retry_s=self._retry_s, timeout_s=self._timeout_s),
+                name=self._name,
+            )
+        return kept
+
+    async def stop(self, what: str) -> None:
+        """Stop sending; the records left (`what`, e.g. "claim(s)") are logged as lost."""
+        if self._drainer is not None:
+            self._drainer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._drainer
+            self._drainer = None
+        if len(self.outbox):
+            log.error("claimwatch gateway: %d %s never sent (no broker)", len(self.outbox), what)

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 from claimwatch.client.verdicts import VerdictPublisher, encoded
-from claimwatch.gateway.outbox import Outbox, Pending, drain, stop_draining
+from claimwatch.gateway.opened import OpenedOnUse
+from claimwatch.gateway.outbox import Courier, Outbox, Pending
 from claimwatch.models.verdict import VerdictSignal
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,19 @@ class VerdictRecorder:
         outbox: Outbox | None = None,
     ) -> None:
         self.timeout_s = timeout_s
-        self.outbox = outbox if outbox is not None else Outbox()
-        self._factory = publisher_factory
-        self._publisher: VerdictPublisher | None = None
-        self._opening = asyncio.Lock()
-        self._drainer: asyncio.Task[None] | None = None
+        self._publisher = OpenedOnUse(publisher_factory)
+        self.courier = Courier(
+            self._send,
+            name="claimwatch-verdicts-outbox",
+            retry_s=RETRY_S,
+            timeout_s=SEND_TIMEOUT_S,
+            outbox=outbox,
+        )
+
+    @property
+    def outbox(self) -> Outbox:
+        """The signals waiting for the broker."""
+        return self.courier.outbox
 
     async def record(self, signals: Sequence[VerdictSignal]) -> Recorded:
         """Send `signals` (all at once) and say what became of them."""
@@ -58,7 +67,7 @@ class VerdictRecorder:
             return self._queue(pending)
         try:
             async with asyncio.timeout(self.timeout_s):
-                publisher = await self._connected()
+                publisher = await self._publisher.get()
                 await asyncio.gather(*(publisher.send_record(p.key, p.value) for p in pending))
         except Exception as exc:  # the broker: unreachable, the topic missing, too slow
             log.warning(
@@ -71,38 +80,16 @@ class VerdictRecorder:
 
     async def aclose(self) -> None:
         """Stop sending the outbox (what is left is logged) and close the publisher."""
-        await stop_draining(self._drainer)
-        self._drainer = None
-        if len(self.outbox):
-            log.error(
-                "claimwatch gateway: %d verdict signal(s) never sent (no broker)", len(self.outbox)
-            )
-        if self._publisher is not None:
-            publisher, self._publisher = self._publisher, None
-            await publisher.__aexit__(None, None, None)
-
-    async def _connected(self) -> VerdictPublisher:
-        """The one publisher, opened on first use (and again after an open that failed)."""
-        async with self._opening:
-            if self._publisher is None:
-                publisher = self._factory()
-                await publisher.__aenter__()
-                self._publisher = publisher
-            return self._publisher
+        await self.courier.stop("verdict signal(s)")
+        await self._publisher.close()
 
     async def _send(self, pending: Pending) -> None:
-        publisher = await self._connected()
+        publisher = await self._publisher.get()
         await publisher.send_record(pending.key, pending.value)
 
     def _queue(self, pending: Sequence[Pending]) -> Recorded:
         """Keep the signals for the broker; `dropped` when the outbox cannot take them all."""
-        kept = [self.outbox.put(p) for p in pending]
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(
-                drain(self.outbox, self._send, retry_s=RETRY_S, timeout_s=SEND_TIMEOUT_S),
-                name="claimwatch-verdicts-outbox",
-            )
-        if not all(kept):
+        if not all([self.courier.keep(p) for p in pending]):
             log.error(
                 "claimwatch gateway: outbox full (%d signals): verdict signals of %s dropped",
                 self.outbox.size,

@@ -11,7 +11,6 @@ so its argument is missing and the request is undecided. See docs/gateway-checks
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -38,6 +37,7 @@ from claimwatch.gateway.governance.checks import (
     CheckFailed,
     check_config,
 )
+from claimwatch.gateway.opened import OpenedOnUse
 from claimwatch.models.durations import US_PER_S, Duration
 
 #: The longest claim a verdict signal carries.
@@ -103,8 +103,7 @@ class TrustCheck:
         self.config = config
         self.timeout_s = config.timeout / US_PER_S
         self.worker_url = worker_url
-        self._pages: FactPages | None = None
-        self._opening = asyncio.Lock()
+        self._pages = OpenedOnUse(lambda: FactPages(worker_url))
 
     @classmethod
     def from_config(
@@ -119,12 +118,7 @@ class TrustCheck:
 
     async def pages(self) -> FactPages:
         """The check's fact pages, opened once."""
-        async with self._opening:
-            if self._pages is None:
-                pages = FactPages(self.worker_url)
-                await pages.__aenter__()
-                self._pages = pages
-            return self._pages
+        return await self._pages.get()
 
     def subject(self, call: CallView) -> str:
         """The fact's subject: the template filled from the arguments, then the result."""
@@ -173,7 +167,4 @@ class TrustCheck:
         return Argument(argued.kind, claim[:MAX_CLAIM], argued.strength, argued.decision)
 
     async def aclose(self) -> None:
-        async with self._opening:
-            if self._pages is not None:
-                pages, self._pages = self._pages, None
-                await pages.__aexit__(None, None, None)
+        await self._pages.close()
